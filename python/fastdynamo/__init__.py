@@ -1,0 +1,21 @@
+"""fastdynamo: a frame-level JIT compiler for PyTorch.
+
+The native runtime (``fastdynamo._native``) is loaded lazily through
+:mod:`fastdynamo._runtime`, so that pure-Python parts such as the Triton backend
+import on machines where the extension was not built.
+"""
+from __future__ import annotations
+
+import sys
+
+SUPPORTED_PYTHONS = ((3, 11),)
+__version__ = "0.1.0"
+
+if sys.version_info[:2] not in SUPPORTED_PYTHONS:
+    _names = ", ".join(f"{major}.{minor}" for major, minor in SUPPORTED_PYTHONS)
+    raise ImportError(
+        f"fastdynamo supports CPython {_names}; this is "
+        f"{sys.version_info.major}.{sys.version_info.minor}"
+    )
+
+__all__ = ["__version__"]

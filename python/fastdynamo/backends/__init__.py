@@ -1,0 +1,51 @@
+"""Backend registry: a backend is ``backend(graph_module, example_inputs) -> callable``.
+
+>>> @register_backend("noop")
+... def noop(gm, example_inputs):
+...     return gm.forward
+>>> lookup_backend("noop") is noop
+True
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any, Callable
+
+Backend = Callable[[Any, list], Callable[..., Any]]
+
+_REGISTRY: dict[str, Backend] = {}
+# Built-in backends are imported on first lookup so that importing the registry is cheap.
+_BUILTIN_MODULES = {"eager": "fastdynamo.backends.eager", "triton": "fastdynamo.backends.triton"}
+
+
+def register_backend(name: str) -> Callable[[Backend], Backend]:
+    """Register ``fn`` under ``name``; used as a decorator."""
+
+    def register(fn: Backend) -> Backend:
+        if not callable(fn):
+            raise TypeError(f"backend {name!r} must be callable, got {type(fn).__name__}")
+        _REGISTRY[name] = fn
+        return fn
+
+    return register
+
+
+def lookup_backend(backend: str | Backend) -> Backend:
+    """Resolve a backend name or callable to a callable backend."""
+    if callable(backend):
+        return backend
+    if not isinstance(backend, str):
+        raise TypeError(f"backend must be a name or a callable, got {type(backend).__name__}")
+    if backend not in _REGISTRY and backend in _BUILTIN_MODULES:
+        importlib.import_module(_BUILTIN_MODULES[backend])
+    try:
+        return _REGISTRY[backend]
+    except KeyError:
+        raise ValueError(
+            f"unknown backend {backend!r}; known: {sorted(set(_REGISTRY) | set(_BUILTIN_MODULES))}"
+        ) from None
+
+
+def list_backends() -> list[str]:
+    """Names of the registered and built-in backends."""
+    return sorted(set(_REGISTRY) | set(_BUILTIN_MODULES))
