@@ -1,0 +1,122 @@
+"""Guards: checks on sources that must hold for a cache entry to be reused.
+
+The translator records :class:`Guard` objects; :func:`compile_guards` turns them into
+the native ``GuardSet`` (a Rust tree evaluated on every call). The spec is plain tuples
+so that the Rust side never calls back into Python to understand it.
+
+>>> from fastdynamo.sources import LocalSource
+>>> g = Guard(LocalSource(0, "n"), equals(4))
+>>> g.spec()
+(('local', 0, 'n'), ('equals', 4))
+>>> g.text()
+'n == 4'
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
+
+from ..sources import Source
+
+TORCH_STATE = ("torch_state",)
+
+
+@dataclass(frozen=True, eq=False)
+class Guard:
+    """One check on one source; ``source`` is None for global torch state."""
+
+    source: Source | None
+    check: tuple
+
+    def spec(self) -> tuple:
+        return (self.source.spec() if self.source is not None else TORCH_STATE, self.check)
+
+    def text(self) -> str:
+        """Readable form, as printed by explain and FASTDYNAMO_LOGS=guards."""
+        name = self.source.name() if self.source is not None else "torch"
+        kind, *args = self.check
+        if kind == "type_is":
+            return f"type({name}) is {_qualname(args[0])}"
+        if kind == "id_is":
+            return f"{name} is <{type(args[0]).__name__} at {id(args[0]):#x}>"
+        if kind == "equals":
+            return f"{name} == {args[0]!r}"
+        if kind == "len_is":
+            return f"len({name}) == {args[0]}"
+        if kind == "is_none":
+            return f"{name} is None"
+        if kind == "not_none":
+            return f"{name} is not None"
+        if kind == "tensor":
+            tensor, sizes, strides = args
+            return (f"tensor {name}: {_qualname(type(tensor))} {tensor.dtype} {tensor.device} "
+                    f"requires_grad={tensor.requires_grad} size={_dims(sizes)} stride={_dims(strides)}")
+        if kind == "grad_mode":
+            return f"torch.is_grad_enabled() == {args[0]}"
+        if kind == "default_dtype":
+            return f"torch.get_default_dtype() == {args[0]}"
+        return f"{name}: {self.check!r}"
+
+
+def type_is(cls: type) -> tuple:
+    """``type(value) is cls``."""
+    return ("type_is", cls)
+
+
+def id_is(obj: Any) -> tuple:
+    """``value is obj`` (the guard keeps ``obj`` alive)."""
+    return ("id_is", obj)
+
+
+def equals(value: Any) -> tuple:
+    """``type(value) is type(const) and value == const``; const is an int, float, bool,
+    str, bytes, None, or a tuple/frozenset of those."""
+    return ("equals", value)
+
+
+def len_is(length: int) -> tuple:
+    """``len(value) == length`` (the type must be guarded separately)."""
+    return ("len_is", length)
+
+
+def is_none() -> tuple:
+    return ("is_none",)
+
+
+def not_none() -> tuple:
+    return ("not_none",)
+
+
+def tensor_match(tensor: Any, sizes: Sequence[int | None] | None = None,
+                 strides: Sequence[int | None] | None = None) -> tuple:
+    """Exact type, dtype, device, requires_grad, ndim, and the sizes/strides given
+    (default: all of the example's; ``None`` in a position leaves that dim unchecked)."""
+    sizes = tuple(tensor.shape) if sizes is None else tuple(sizes)
+    strides = tuple(tensor.stride()) if strides is None else tuple(strides)
+    if len(sizes) != tensor.dim() or len(strides) != tensor.dim():
+        raise ValueError(f"tensor guard for a {tensor.dim()}-d tensor got sizes {sizes}, strides {strides}")
+    return ("tensor", tensor, sizes, strides)
+
+
+def grad_mode(enabled: bool) -> tuple:
+    return ("grad_mode", bool(enabled))
+
+
+def default_dtype(dtype: Any) -> tuple:
+    return ("default_dtype", dtype)
+
+
+def compile_guards(guards: Iterable[Guard]) -> Any:
+    """Compile guards into a native ``GuardSet`` (loads the native runtime)."""
+    from .._runtime import native
+
+    return native().GuardSet([g.spec() for g in guards])
+
+
+def _qualname(cls: type) -> str:
+    module = getattr(cls, "__module__", "builtins")
+    return cls.__qualname__ if module == "builtins" else f"{module}.{cls.__qualname__}"
+
+
+def _dims(dims: Sequence[int | None]) -> str:
+    return "(" + ", ".join("?" if d is None else str(d) for d in dims) + ")"

@@ -1,0 +1,150 @@
+"""Sources: where a value seen by the translator came from.
+
+A source is plain, hashable data. The translator attaches one to every value it reads
+from the frame; guards are checks on sources (compiled to Rust through
+:func:`Source.spec`), and codegen turns a source back into bytecode that loads the
+value (``LOAD_FAST x``, ``LOAD_GLOBAL torch`` then ``LOAD_ATTR nn`` ...).
+
+>>> src = AttrSource(LocalSource(0, "self"), "weight")
+>>> src.name()
+'self.weight'
+>>> src.spec()
+('attr', ('local', 0, 'self'), 'weight')
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Hashable
+
+
+class Source:
+    """Base class; subclasses are frozen dataclasses."""
+
+    def name(self) -> str:
+        """Readable Python expression for the value, used in guard text and logs."""
+        raise NotImplementedError
+
+    def spec(self) -> tuple:
+        """The plain-tuple form the native guard compiler reads (see guards/spec.py)."""
+        raise NotImplementedError
+
+    def __str__(self) -> str:
+        return self.name()
+
+
+@dataclass(frozen=True)
+class LocalSource(Source):
+    """A frame local, by its index in ``co_varnames + co_cellvars + co_freevars`` order
+    (CPython's ``localsplus``). At frame entry only arguments are set."""
+
+    index: int
+    local_name: str
+
+    def name(self) -> str:
+        return self.local_name
+
+    def spec(self) -> tuple:
+        return ("local", self.index, self.local_name)
+
+
+@dataclass(frozen=True)
+class GlobalSource(Source):
+    """A name in the frame's globals dict."""
+
+    global_name: str
+
+    def name(self) -> str:
+        return self.global_name
+
+    def spec(self) -> tuple:
+        return ("global", self.global_name)
+
+
+@dataclass(frozen=True)
+class BuiltinSource(Source):
+    """A name in the frame's builtins dict (read when the globals lack it)."""
+
+    builtin_name: str
+
+    def name(self) -> str:
+        return f"__builtins__.{self.builtin_name}"
+
+    def spec(self) -> tuple:
+        return ("builtin", self.builtin_name)
+
+
+@dataclass(frozen=True)
+class ClosureSource(Source):
+    """The contents of a cell of the function's ``__closure__``, by index in
+    ``co_freevars``."""
+
+    index: int
+    free_name: str
+
+    def name(self) -> str:
+        return self.free_name
+
+    def spec(self) -> tuple:
+        return ("closure", self.index, self.free_name)
+
+
+@dataclass(frozen=True)
+class AttrSource(Source):
+    """``base.attr``."""
+
+    base: Source
+    attr: str
+
+    def name(self) -> str:
+        return f"{self.base.name()}.{self.attr}"
+
+    def spec(self) -> tuple:
+        return ("attr", self.base.spec(), self.attr)
+
+
+@dataclass(frozen=True)
+class ItemSource(Source):
+    """``base[key]`` for a constant, hashable key (int, str, ...)."""
+
+    base: Source
+    key: Hashable
+
+    def name(self) -> str:
+        return f"{self.base.name()}[{self.key!r}]"
+
+    def spec(self) -> tuple:
+        return ("item", self.base.spec(), self.key)
+
+
+@dataclass(frozen=True)
+class TypeSource(Source):
+    """``type(base)``."""
+
+    base: Source
+
+    def name(self) -> str:
+        return f"type({self.base.name()})"
+
+    def spec(self) -> tuple:
+        return ("type", self.base.spec())
+
+
+def resolve(source: Source, f_locals: list[Any], f_globals: dict, f_builtins: dict,
+            closure: tuple | None) -> Any:
+    """Evaluate ``source`` in Python (tests and debugging; the hot path does it in Rust)."""
+    if isinstance(source, LocalSource):
+        return f_locals[source.index]
+    if isinstance(source, GlobalSource):
+        return f_globals[source.global_name]
+    if isinstance(source, BuiltinSource):
+        return f_builtins[source.builtin_name]
+    if isinstance(source, ClosureSource):
+        assert closure is not None
+        return closure[source.index].cell_contents
+    if isinstance(source, AttrSource):
+        return getattr(resolve(source.base, f_locals, f_globals, f_builtins, closure), source.attr)
+    if isinstance(source, ItemSource):
+        return resolve(source.base, f_locals, f_globals, f_builtins, closure)[source.key]
+    if isinstance(source, TypeSource):
+        return type(resolve(source.base, f_locals, f_globals, f_builtins, closure))
+    raise TypeError(f"not a source: {source!r}")
