@@ -1,0 +1,70 @@
+"""Bytecode layer: instructions <-> code objects, analysis, listings.
+
+>>> def f(x):
+...     return x + 1
+>>> insts = instructions_from_code(f.__code__)
+>>> insts.insert(1, create_instruction("NOP"))
+>>> g = type(f)(assemble(insts, f.__code__), {})
+>>> g(1)
+2
+"""
+from __future__ import annotations
+
+from .analysis import (
+    BasicBlock,
+    StackDepthError,
+    basic_blocks,
+    jump_targets,
+    live_locals,
+    liveness,
+    max_stack_depth,
+    reachable,
+    stack_depths,
+)
+from .assemble import assemble
+from .decode import instructions_from_code
+from .instruction import (
+    UNSET,
+    ExceptionTableEntry,
+    Instruction,
+    copy_exception_entry,
+    create_call,
+    create_call_function,
+    create_instruction,
+    create_jump,
+    create_load_attr,
+    create_load_const,
+    create_load_global,
+    create_load_method,
+    create_push_null,
+)
+from .printer import format_code, format_side_by_side
+
+__all__ = [
+    "UNSET",
+    "BasicBlock",
+    "ExceptionTableEntry",
+    "Instruction",
+    "StackDepthError",
+    "assemble",
+    "basic_blocks",
+    "copy_exception_entry",
+    "create_call",
+    "create_call_function",
+    "create_instruction",
+    "create_jump",
+    "create_load_attr",
+    "create_load_const",
+    "create_load_global",
+    "create_load_method",
+    "create_push_null",
+    "format_code",
+    "format_side_by_side",
+    "instructions_from_code",
+    "jump_targets",
+    "live_locals",
+    "liveness",
+    "max_stack_depth",
+    "reachable",
+    "stack_depths",
+]

@@ -1,0 +1,207 @@
+"""The editable form of bytecode: a list of :class:`Instruction` objects.
+
+Jumps point at their target *instruction* and instructions covered by an
+exception-table entry point at that entry, so a list can be edited freely
+(insert, remove, reorder) and :func:`fastdynamo.bytecode.assemble` recomputes
+offsets, ``EXTENDED_ARG`` prefixes, CACHE slots and the tables.
+
+>>> inst = create_instruction("LOAD_CONST", argval=42)
+>>> inst.opname, inst.arg is None, inst.argval
+('LOAD_CONST', True, 42)
+"""
+from __future__ import annotations
+
+import dis
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from . import version
+
+
+class _Unset:
+    """Marks ``argval`` as not given (``None`` is a valid constant)."""
+
+    _instance = None
+
+    def __new__(cls):
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+UNSET: Any = _Unset()
+
+
+@dataclass(eq=False)
+class ExceptionTableEntry:
+    """One exception-table range: exceptions raised by ``start`` .. ``end`` (both
+    inclusive) unwind the stack to ``depth`` items, push ``lasti`` (the offset of
+    the raising instruction) when ``lasti`` is set, push the exception and jump to
+    ``target``.
+
+    Assembly reads only ``target``, ``depth`` and ``lasti`` of the entry attached to
+    each instruction, so inserting an instruction inside a try block means giving it
+    the same entry (see :func:`copy_exception_entry`); ``start``/``end`` describe the
+    range as decoded and are informational after edits.
+    """
+
+    start: "Instruction"
+    end: "Instruction"
+    target: "Instruction"
+    depth: int
+    lasti: bool
+
+
+@dataclass(eq=False)
+class Instruction:
+    """One instruction. Identity matters (jump targets refer to instructions), so
+    equality is identity.
+
+    Which field is authoritative at assembly:
+
+    * jumps: ``target`` (``arg`` and ``argval`` are recomputed);
+    * const/name/local/free/compare opcodes: ``argval`` when it is not ``UNSET``
+      (for ``LOAD_GLOBAL`` the low bit of ``arg`` still says "push NULL");
+    * everything else: ``arg``.
+
+    ``positions`` is the full source location (``dis.Positions``; all-``None`` for
+    artificial instructions). New instructions leave it ``None``: they get the line
+    ``starts_line`` when given, else the line of the previous instruction.
+    """
+
+    opname: str
+    opcode: int
+    arg: int | None = None
+    argval: Any = UNSET
+    offset: int | None = None
+    starts_line: int | None = None
+    positions: dis.Positions | None = None
+    target: "Instruction | None" = None
+    exn_tab_entry: ExceptionTableEntry | None = None
+    argrepr: str = field(default="", repr=False)
+
+    @property
+    def is_jump(self) -> bool:
+        return self.opname in version.JUMP_OPNAMES
+
+    @property
+    def lineno(self) -> int | None:
+        """Source line of this instruction, if known."""
+        if self.positions is not None:
+            return self.positions.lineno
+        return self.starts_line
+
+    def short(self) -> str:
+        """``OPNAME argval`` for logs and assertion messages."""
+        if self.is_jump and self.target is not None:
+            return f"{self.opname} -> {self.target.opname}@{self.target.offset}"
+        if self.argval is UNSET:
+            return self.opname if self.arg is None else f"{self.opname} {self.arg}"
+        return f"{self.opname} {self.argval!r}"
+
+    def __repr__(self) -> str:
+        return f"Instruction({self.short()}, offset={self.offset})"
+
+
+def create_instruction(opname: str, *, arg: int | None = None, argval: Any = UNSET,
+                       target: Instruction | None = None,
+                       starts_line: int | None = None) -> Instruction:
+    """A new instruction; ``arg`` is computed at assembly when ``argval`` is given.
+
+    Version-neutral jump names (``"JUMP"``, ``"POP_JUMP_IF_FALSE"``, ...) are accepted
+    and the direction is fixed at assembly.
+
+    >>> create_instruction("LOAD_FAST", argval="x").short()
+    "LOAD_FAST 'x'"
+    >>> create_instruction("JUMP", target=create_instruction("NOP")).opname
+    'JUMP_FORWARD'
+    """
+    opname = version.canonical_opname(opname)
+    if opname not in version.OPMAP:
+        raise ValueError(f"unknown opcode {opname!r}")
+    if opname in version.JUMP_OPNAMES and target is None:
+        raise ValueError(f"{opname} needs a target instruction")
+    return Instruction(opname, version.OPMAP[opname], arg=arg, argval=argval, target=target,
+                       starts_line=starts_line)
+
+
+# ---------------------------------------------------------------- common sequences
+
+def create_load_const(value: Any) -> Instruction:
+    """``LOAD_CONST value``; the constant is added to ``co_consts`` at assembly."""
+    return create_instruction("LOAD_CONST", argval=value)
+
+
+def create_load_global(name: str, *, push_null: bool = False) -> Instruction:
+    """``LOAD_GLOBAL name``, optionally also pushing the NULL that a call needs.
+
+    >>> create_load_global("print", push_null=True).arg
+    1
+    """
+    return create_instruction("LOAD_GLOBAL", arg=int(push_null), argval=name)
+
+
+def create_load_attr(name: str) -> Instruction:
+    return create_instruction("LOAD_ATTR", argval=name)
+
+
+def create_load_method(name: str) -> Instruction:
+    """``LOAD_METHOD name``: replaces ``obj`` with ``method, obj`` (or NULL, attr);
+    follow with :func:`create_call` of the explicit argument count."""
+    return create_instruction("LOAD_METHOD", argval=name)
+
+
+def create_push_null() -> Instruction:
+    return create_instruction("PUSH_NULL")
+
+
+def create_call(nargs: int, kw_names: tuple[str, ...] = ()) -> list[Instruction]:
+    """The call itself, for a stack of ``NULL|self, callable|method, *args``.
+
+    3.11 splits a call in ``PRECALL n`` + ``CALL n`` and passes keyword names with a
+    ``KW_NAMES`` constant just before; ``nargs`` counts positional and keyword values.
+
+    >>> [i.opname for i in create_call(2, kw_names=("dim",))]
+    ['KW_NAMES', 'PRECALL', 'CALL']
+    """
+    insts = []
+    if kw_names:
+        insts.append(create_instruction("KW_NAMES", argval=tuple(kw_names)))
+    insts.append(create_instruction("PRECALL", arg=nargs))
+    insts.append(create_instruction("CALL", arg=nargs))
+    return insts
+
+
+def create_call_function(load_callable: Iterable[Instruction],
+                         load_args: Iterable[Iterable[Instruction]],
+                         kw_names: tuple[str, ...] = ()) -> list[Instruction]:
+    """``PUSH_NULL``, the callable, each argument, then the call.
+
+    >>> [i.opname for i in create_call_function([create_load_global("len")],
+    ...                                          [[create_load_const("ab")]])]
+    ['PUSH_NULL', 'LOAD_GLOBAL', 'LOAD_CONST', 'PRECALL', 'CALL']
+    """
+    insts = [create_push_null(), *load_callable]
+    nargs = 0
+    for arg in load_args:
+        insts.extend(arg)
+        nargs += 1
+    return insts + create_call(nargs, kw_names)
+
+
+def create_jump(target: Instruction, opname: str = "JUMP") -> Instruction:
+    """A jump to ``target``; the forward/backward opcode is chosen at assembly."""
+    return create_instruction(opname, target=target)
+
+
+def copy_exception_entry(new: Iterable[Instruction], like: Instruction) -> None:
+    """Put ``new`` instructions under the same exception handler as ``like``, as
+    needed when inserting code inside a ``try`` block."""
+    for inst in new:
+        inst.exn_tab_entry = like.exn_tab_entry

@@ -1,0 +1,146 @@
+"""Everything about the bytecode format that changes between CPython minor versions.
+
+The rest of :mod:`fastdynamo.bytecode` asks this module instead of testing
+``sys.version_info`` itself, so that 3.12 and 3.13 support is an addition here
+(new opcode names, new jump rules, new table formats) rather than edits spread over
+the package. Opcode numbers always come from :mod:`dis` / :mod:`opcode`.
+
+>>> OPMAP["LOAD_FAST"] == dis.opmap["LOAD_FAST"]
+True
+>>> cache_entries("LOAD_GLOBAL")
+5
+"""
+from __future__ import annotations
+
+import dis
+import opcode
+import sys
+from types import CodeType
+
+PY_VERSION = sys.version_info[:2]
+if PY_VERSION != (3, 11):
+    raise ImportError(
+        f"fastdynamo.bytecode supports CPython 3.11; this is {PY_VERSION[0]}.{PY_VERSION[1]}"
+    )
+
+OPMAP: dict[str, int] = dict(dis.opmap)
+OPNAME: list[str] = list(dis.opname)
+HAVE_ARGUMENT: int = dis.HAVE_ARGUMENT
+EXTENDED_ARG: int = dis.EXTENDED_ARG
+CACHE: int = OPMAP["CACHE"]
+
+# Every jump in 3.11 is relative; the direction is part of the opcode.
+JUMP_OPNAMES: frozenset[str] = frozenset(OPNAME[op] for op in dis.hasjrel + dis.hasjabs)
+BACKWARD_JUMP_OPNAMES: frozenset[str] = frozenset(n for n in JUMP_OPNAMES if "BACKWARD" in n)
+CONST_OPNAMES: frozenset[str] = frozenset(OPNAME[op] for op in dis.hasconst)
+NAME_OPNAMES: frozenset[str] = frozenset(OPNAME[op] for op in dis.hasname)
+LOCAL_OPNAMES: frozenset[str] = frozenset(OPNAME[op] for op in dis.haslocal)
+# In 3.11 the argument of these indexes localsplus (varnames, then cells, then frees).
+FREE_OPNAMES: frozenset[str] = frozenset(OPNAME[op] for op in dis.hasfree)
+COMPARE_OPNAMES: frozenset[str] = frozenset(OPNAME[op] for op in dis.hascompare)
+
+UNCONDITIONAL_JUMP_OPNAMES = frozenset({"JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT"})
+# Instructions after which control never falls through to the next instruction.
+TERMINATOR_OPNAMES = UNCONDITIONAL_JUMP_OPNAMES | {"RETURN_VALUE", "RAISE_VARARGS", "RERAISE"}
+
+# Jumps whose direction is chosen at assembly: a forward opcode whose target ends up
+# before it is flipped to its backward twin and vice versa. Generic names (as used
+# by 3.12+) map to the forward opcode, so callers can write version-neutral code.
+_DIRECTION_TWINS = {
+    "JUMP_FORWARD": "JUMP_BACKWARD",
+    "POP_JUMP_FORWARD_IF_FALSE": "POP_JUMP_BACKWARD_IF_FALSE",
+    "POP_JUMP_FORWARD_IF_TRUE": "POP_JUMP_BACKWARD_IF_TRUE",
+    "POP_JUMP_FORWARD_IF_NONE": "POP_JUMP_BACKWARD_IF_NONE",
+    "POP_JUMP_FORWARD_IF_NOT_NONE": "POP_JUMP_BACKWARD_IF_NOT_NONE",
+}
+GENERIC_JUMP_NAMES = {
+    "JUMP": "JUMP_FORWARD",
+    "POP_JUMP_IF_FALSE": "POP_JUMP_FORWARD_IF_FALSE",
+    "POP_JUMP_IF_TRUE": "POP_JUMP_FORWARD_IF_TRUE",
+    "POP_JUMP_IF_NONE": "POP_JUMP_FORWARD_IF_NONE",
+    "POP_JUMP_IF_NOT_NONE": "POP_JUMP_FORWARD_IF_NOT_NONE",
+}
+_FLIP = {**_DIRECTION_TWINS, **{b: f for f, b in _DIRECTION_TWINS.items()}}
+
+# LOAD_GLOBAL's low argument bit asks it to push NULL before the value (3.11+).
+LOAD_GLOBAL_NULL_BIT_OPNAMES = frozenset({"LOAD_GLOBAL"})
+
+# Opcodes of the code-object prelude, run before RESUME.
+PRELUDE_OPNAMES = frozenset({"MAKE_CELL", "COPY_FREE_VARS", "RETURN_GENERATOR", "POP_TOP"})
+
+# Flags that make a code object a generator or coroutine of some kind.
+GENERATOR_FLAGS = (
+    0x20 | 0x80 | 0x100 | 0x200  # CO_GENERATOR, CO_COROUTINE, CO_ITERABLE_COROUTINE, CO_ASYNC_GENERATOR
+)
+
+
+def cache_entries(opname: str) -> int:
+    """Number of inline CACHE code units that follow ``opname`` in ``co_code``."""
+    return opcode._inline_cache_entries[OPMAP[opname]]
+
+
+def canonical_opname(opname: str) -> str:
+    """Map a version-neutral jump name (``"JUMP"``, ``"POP_JUMP_IF_TRUE"``) to 3.11's."""
+    return GENERIC_JUMP_NAMES.get(opname, opname)
+
+
+def is_backward_jump(opname: str) -> bool:
+    return opname in BACKWARD_JUMP_OPNAMES
+
+
+def jump_opname_for_direction(opname: str, backward: bool) -> str:
+    """The variant of jump ``opname`` that goes in the given direction.
+
+    >>> jump_opname_for_direction("JUMP_FORWARD", backward=True)
+    'JUMP_BACKWARD'
+    """
+    if is_backward_jump(opname) == backward:
+        return opname
+    if opname not in _FLIP:
+        raise ValueError(f"{opname} cannot jump {'backward' if backward else 'forward'}")
+    return _FLIP[opname]
+
+
+def jump_target_offset(opname: str, offset: int, arg: int) -> int:
+    """Byte offset that a jump at byte ``offset`` (its opcode, after any EXTENDED_ARG)
+    with argument ``arg`` goes to. 3.11 counts from the end of the instruction."""
+    end = offset + 2 + 2 * cache_entries(opname)
+    return end - 2 * arg if is_backward_jump(opname) else end + 2 * arg
+
+
+def jump_arg(opname: str, end_offset: int, target_offset: int) -> int:
+    """Inverse of :func:`jump_target_offset`; ``end_offset`` is past the caches."""
+    distance = (end_offset - target_offset) if is_backward_jump(opname) else (target_offset - end_offset)
+    assert distance >= 0 and distance % 2 == 0, (opname, end_offset, target_offset)
+    return distance // 2
+
+
+def localsplus_names(code: CodeType) -> tuple[str, ...]:
+    """Names of ``localsplus`` slots, the index space of LOAD_FAST and LOAD_DEREF in 3.11.
+
+    A cell variable that is also a local (an argument captured by an inner function)
+    shares the local's slot, so it is not repeated.
+    """
+    return localsplus_names_from(code.co_varnames, code.co_cellvars, code.co_freevars)
+
+
+def localsplus_names_from(varnames, cellvars, freevars) -> tuple[str, ...]:
+    names = list(varnames)
+    names += [name for name in cellvars if name not in varnames]
+    names += list(freevars)
+    return tuple(names)
+
+
+def stack_effect(opname: str, arg: int | None, *, jump: bool) -> int:
+    """Stack effect of one instruction, from :func:`dis.stack_effect`.
+
+    RETURN_GENERATOR is treated as pushing the value that is sent in when the
+    generator first resumes (its POP_TOP discards it); CPython computes its own
+    stack depth before it inserts that prelude, so it never needs this.
+    """
+    if opname == "RETURN_GENERATOR":
+        return 1
+    op = OPMAP[opname]
+    if op < HAVE_ARGUMENT:
+        return dis.stack_effect(op, jump=jump)
+    return dis.stack_effect(op, arg or 0, jump=jump)
