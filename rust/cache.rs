@@ -1,0 +1,364 @@
+//! Per-code state (action, MRU cache entries, limit bookkeeping) and the entries
+//! themselves: a guard set, a transformed code object and counters.
+
+use crate::ffi::code_extra;
+use crate::ffi::object::{vectorcall, vectorcall_arguments};
+use crate::ffi::GilCell;
+use crate::frame_info::GuardInput;
+use crate::guards::GuardSet;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
+use pyo3::{intern, Borrowed};
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+/// What the hook does with frames of one code object.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(u8)]
+pub enum Action {
+    /// Look up the cache; compile on a miss if the thread's callback allows.
+    Default = 0,
+    /// Never intercept this code.
+    Skip = 1,
+    /// Never intercept this code nor anything it calls.
+    SkipRecursive = 2,
+    /// Look up the cache, never compile (set when the recompile limit is reached).
+    RunOnly = 3,
+}
+
+impl Action {
+    pub fn from_int(value: i64) -> Option<Action> {
+        match value {
+            0 => Some(Action::Default),
+            1 => Some(Action::Skip),
+            2 => Some(Action::SkipRecursive),
+            3 => Some(Action::RunOnly),
+            _ => None,
+        }
+    }
+}
+
+pub const DEFAULT_RECOMPILE_LIMIT: usize = 8;
+static RECOMPILE_LIMIT: AtomicUsize = AtomicUsize::new(DEFAULT_RECOMPILE_LIMIT);
+
+pub fn recompile_limit() -> usize {
+    RECOMPILE_LIMIT.load(Ordering::Relaxed)
+}
+
+pub fn set_recompile_limit(limit: usize) {
+    RECOMPILE_LIMIT.store(limit, Ordering::Relaxed);
+}
+
+/// Addresses of the code objects that carry state, for `reset()`. Kept exact by
+/// `code_extra::free_code_state`.
+static REGISTRY: Mutex<Option<HashSet<usize>>> = Mutex::new(None);
+
+pub fn register(code_address: usize) {
+    REGISTRY.lock().unwrap().get_or_insert_with(HashSet::new).insert(code_address);
+}
+
+pub fn unregister(code_address: usize) {
+    if let Some(set) = REGISTRY.lock().unwrap().as_mut() {
+        set.remove(&code_address);
+    }
+}
+
+/// State attached to one code object through `co_extra`.
+pub struct CodeState {
+    code_address: usize,
+    action: GilCell<Action>,
+    /// Most recently used first.
+    entries: GilCell<Vec<Py<CacheEntry>>>,
+    /// Whether this code is some entry's transformed code (stays skipped across reset).
+    transformed: GilCell<bool>,
+    limit_warned: GilCell<bool>,
+}
+
+impl CodeState {
+    pub fn new(code_address: usize) -> Self {
+        Self {
+            code_address,
+            action: GilCell::new(Action::Default),
+            entries: GilCell::new(Vec::new()),
+            transformed: GilCell::new(false),
+            limit_warned: GilCell::new(false),
+        }
+    }
+
+    pub fn code_address(&self) -> usize {
+        self.code_address
+    }
+
+    #[inline]
+    pub fn action(&self, py: Python<'_>) -> Action {
+        self.action.try_borrow(py).map_or(Action::Default, |a| *a)
+    }
+
+    pub fn set_action(&self, py: Python<'_>, action: Action) {
+        if let Some(mut slot) = self.action.try_borrow_mut(py) {
+            *slot = action;
+        }
+    }
+
+    pub fn mark_transformed(&self, py: Python<'_>) {
+        if let Some(mut flag) = self.transformed.try_borrow_mut(py) {
+            *flag = true;
+        }
+        self.set_action(py, Action::Skip);
+    }
+
+    pub fn entry_count(&self, py: Python<'_>) -> usize {
+        self.entries.try_borrow(py).map_or(0, |e| e.len())
+    }
+
+    /// The entry at `index` in MRU order. Borrows only for the copy, so that guard
+    /// evaluation (which may run Python and switch threads) never holds the list.
+    pub fn entry(&self, py: Python<'_>, index: usize) -> Option<Py<CacheEntry>> {
+        self.entries.try_borrow(py)?.get(index).map(|e| e.clone_ref(py))
+    }
+
+    pub fn entries(&self, py: Python<'_>) -> Vec<Py<CacheEntry>> {
+        self.entries
+            .try_borrow(py)
+            .map(|e| e.iter().map(|x| x.clone_ref(py)).collect())
+            .unwrap_or_default()
+    }
+
+    /// Moves the entry at `index` to the front (most recently used).
+    pub fn touch(&self, py: Python<'_>, index: usize) {
+        if index == 0 {
+            return;
+        }
+        if let Some(mut entries) = self.entries.try_borrow_mut(py) {
+            if index < entries.len() {
+                let entry = entries.remove(index);
+                entries.insert(0, entry);
+            }
+        }
+    }
+
+    pub fn push_front(&self, py: Python<'_>, entry: Py<CacheEntry>) {
+        if let Some(mut entries) = self.entries.try_borrow_mut(py) {
+            entries.insert(0, entry);
+        }
+    }
+
+    /// Returns true the first time it is called after a reset.
+    pub fn take_limit_warning(&self, py: Python<'_>) -> bool {
+        self.limit_warned.try_borrow_mut(py).is_some_and(|mut warned| !std::mem::replace(&mut *warned, true))
+    }
+
+    /// Empties the state; the removed entries are returned so the caller can drop them
+    /// once no other state is being walked (dropping may free other code objects).
+    fn clear(&self, py: Python<'_>) -> Vec<Py<CacheEntry>> {
+        let transformed = self.transformed.try_borrow(py).is_some_and(|t| *t);
+        self.set_action(py, if transformed { Action::Skip } else { Action::Default });
+        if let Some(mut warned) = self.limit_warned.try_borrow_mut(py) {
+            *warned = false;
+        }
+        self.entries.try_borrow_mut(py).map(|mut e| std::mem::take(&mut *e)).unwrap_or_default()
+    }
+}
+
+/// Drops every cache entry and skip mark (`fastdynamo.reset()`).
+pub fn reset_all(py: Python<'_>) {
+    let codes: Vec<usize> = REGISTRY.lock().unwrap().iter().flatten().copied().collect();
+    let mut dropped = Vec::new();
+    for address in codes {
+        if let Some(state) = code_extra::state_at(py, address) {
+            dropped.extend(state.clear(py));
+        }
+    }
+    drop(dropped);
+}
+
+/// How to pass a frame's arguments to a function with the same signature.
+struct Signature {
+    positional: usize,
+    keyword_only: usize,
+    varargs: bool,
+    varkw: bool,
+    /// Names of the keyword-only parameters, as vectorcall's `kwnames`.
+    keyword_names: Py<PyTuple>,
+}
+
+/// The function built from an entry's code for the last (globals, closure) seen.
+struct FunctionCache {
+    globals: Py<PyAny>,
+    closure: Option<Py<PyAny>>,
+    function: Py<PyAny>,
+}
+
+/// One compiled version of a code object: run `code` when `guards` pass.
+#[pyclass(frozen, module = "fastdynamo._native")]
+pub struct CacheEntry {
+    guards: Py<GuardSet>,
+    code: Py<PyAny>,
+    signature: Signature,
+    function: GilCell<Option<FunctionCache>>,
+    hits: AtomicU64,
+    misses: AtomicU64,
+}
+
+const CO_VARARGS: i64 = 0x04;
+const CO_VARKEYWORDS: i64 = 0x08;
+
+#[pymethods]
+impl CacheEntry {
+    /// `CacheEntry(guards, code)`: `code` is run, as a function with the frame's globals
+    /// and closure, with the frame's arguments, whenever `guards` pass.
+    #[new]
+    fn py_new(py: Python<'_>, guards: Py<GuardSet>, code: Bound<'_, PyAny>) -> PyResult<Self> {
+        if !code.is_instance(&py.import("types")?.getattr("CodeType")?)? {
+            return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                "CacheEntry code must be a code object, not {}",
+                code.get_type().name()?
+            )));
+        }
+        let positional: usize = code.getattr("co_argcount")?.extract()?;
+        let keyword_only: usize = code.getattr("co_kwonlyargcount")?.extract()?;
+        let flags: i64 = code.getattr("co_flags")?.extract()?;
+        let varnames = code.getattr("co_varnames")?;
+        let keyword_names = varnames
+            .get_item(pyo3::types::PySlice::new(py, positional as isize, (positional + keyword_only) as isize, 1))?
+            .cast_into::<PyTuple>()?
+            .unbind();
+        code_extra::state_or_attach(code.as_borrowed())?.mark_transformed(py);
+        Ok(Self {
+            guards,
+            code: code.unbind(),
+            signature: Signature {
+                positional,
+                keyword_only,
+                varargs: flags & CO_VARARGS != 0,
+                varkw: flags & CO_VARKEYWORDS != 0,
+                keyword_names,
+            },
+            function: GilCell::new(None),
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+        })
+    }
+
+    #[getter]
+    fn guards(&self, py: Python<'_>) -> Py<GuardSet> {
+        self.guards.clone_ref(py)
+    }
+
+    #[getter]
+    fn code(&self, py: Python<'_>) -> Py<PyAny> {
+        self.code.clone_ref(py)
+    }
+
+    /// Calls that ran this entry.
+    #[getter]
+    fn hits(&self) -> u64 {
+        self.hits.load(Ordering::Relaxed)
+    }
+
+    /// Lookups in which this entry's guards failed.
+    #[getter]
+    fn misses(&self) -> u64 {
+        self.misses.load(Ordering::Relaxed)
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> String {
+        let name = self.code.bind(py).getattr("co_name").map_or_else(|_| "?".into(), |n| n.to_string());
+        format!("<CacheEntry {name} hits={} misses={}>", self.hits(), self.misses())
+    }
+}
+
+impl CacheEntry {
+    pub fn guard_set<'py>(&self, py: Python<'py>) -> &Bound<'py, GuardSet> {
+        self.guards.bind(py)
+    }
+
+    /// Relaxed load-then-store: counters are only touched with the GIL held.
+    pub fn count_hit(&self) {
+        self.hits.store(self.hits.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    }
+
+    pub fn count_miss(&self) {
+        self.misses.store(self.misses.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    }
+
+    /// Runs the transformed code with the frame's arguments.
+    pub fn run<'py>(&self, input: &GuardInput<'_, 'py>) -> PyResult<Bound<'py, PyAny>> {
+        let py = input.py();
+        let function = self.function_for(input)?;
+        let sig = &self.signature;
+        let fixed = sig.positional + sig.keyword_only;
+        let names = (sig.keyword_only > 0).then(|| sig.keyword_names.bind(py));
+        if !sig.varargs && !sig.varkw {
+            if let Some(arguments) = input.frame_arguments(fixed) {
+                // The frame's own argument slots, passed without copying.
+                return vectorcall_arguments(&function, arguments, names);
+            }
+        }
+        let mut args: Vec<Bound<'py, PyAny>> = Vec::with_capacity(fixed + 4);
+        let mut args_after: Vec<Bound<'py, PyAny>> = Vec::new();
+        for index in 0..fixed {
+            let arg = input.local(index).ok_or_else(|| unset_argument(index))?.to_owned();
+            if index < sig.positional { args.push(arg) } else { args_after.push(arg) }
+        }
+        let mut keyword_names: Vec<Bound<'py, PyAny>> =
+            sig.keyword_names.bind(py).iter().collect();
+        if sig.varargs {
+            let extra = input.local(fixed).ok_or_else(|| unset_argument(fixed))?;
+            args.extend(extra.cast::<PyTuple>()?.iter());
+        }
+        if sig.varkw {
+            let slot = fixed + usize::from(sig.varargs);
+            let kwargs = input.local(slot).ok_or_else(|| unset_argument(slot))?;
+            for (key, value) in kwargs.cast::<PyDict>()?.iter() {
+                keyword_names.push(key);
+                args_after.push(value);
+            }
+        }
+        args.extend(args_after);
+        let names = (!keyword_names.is_empty()).then(|| PyTuple::new(py, keyword_names)).transpose()?;
+        let borrowed: Vec<Borrowed<'_, 'py, PyAny>> = args.iter().map(Bound::as_borrowed).collect();
+        vectorcall(&function, &borrowed, names.as_ref())
+    }
+
+    /// The function object for this entry's code with the frame's globals and closure,
+    /// cached for the last pair seen (one per entry in the common case).
+    fn function_for<'py>(&self, input: &GuardInput<'_, 'py>) -> PyResult<Bound<'py, PyAny>> {
+        let py = input.py();
+        let globals = input.globals();
+        let closure = input.closure();
+        if let Some(cache) = self.function.try_borrow(py) {
+            if let Some(cached) = cache.as_ref() {
+                let same_closure = match (&cached.closure, &closure) {
+                    (None, None) => true,
+                    (Some(a), Some(b)) => a.as_ptr() == b.as_ptr(),
+                    _ => false,
+                };
+                if same_closure && cached.globals.as_ptr() == globals.as_ptr() {
+                    return Ok(cached.function.bind(py).clone());
+                }
+            }
+        }
+        let code = self.code.bind(py);
+        let name = code.getattr(intern!(py, "co_name"))?;
+        let closure_arg = closure.as_ref().map_or_else(|| py.None().into_bound(py), |c| (*c).to_owned().into_any());
+        let function = py
+            .import(intern!(py, "types"))?
+            .getattr(intern!(py, "FunctionType"))?
+            .call1((code, globals.to_owned(), name, py.None(), closure_arg))?;
+        if let Some(mut cache) = self.function.try_borrow_mut(py) {
+            *cache = Some(FunctionCache {
+                globals: globals.to_owned().unbind(),
+                closure: closure.map(|c| c.to_owned().into_any().unbind()),
+                function: function.clone().unbind(),
+            });
+        }
+        Ok(function)
+    }
+}
+
+#[cold]
+fn unset_argument(index: usize) -> PyErr {
+    pyo3::exceptions::PySystemError::new_err(format!("frame argument {index} is unset"))
+}

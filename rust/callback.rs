@@ -1,0 +1,122 @@
+//! The per-thread callback (`None` off, `False` run-only, a callable compiles on miss)
+//! and the install count that keeps the evaluator installed while any thread needs it.
+
+use crate::errors::Error;
+use crate::ffi::hook;
+use pyo3::prelude::*;
+use pyo3::types::PyBool;
+use std::cell::{Cell, RefCell};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// What the hook does with frames on this thread.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Mode {
+    /// Not intercepting (no callback, or inside the runtime's own work).
+    Off,
+    /// Use cached entries, never compile.
+    RunOnly,
+    /// Use cached entries, call the callback on a miss.
+    Compile,
+}
+
+enum Callback {
+    Off,
+    RunOnly,
+    Compile(Py<PyAny>),
+}
+
+thread_local! {
+    static CALLBACK: RefCell<Callback> = const { RefCell::new(Callback::Off) };
+    /// >0 while the runtime runs its own Python (callback, guards, recursive skips).
+    static SUSPENDED: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Threads whose callback is not `None`; the evaluator is installed while this is >0.
+static ACTIVE_THREADS: AtomicUsize = AtomicUsize::new(0);
+
+/// This thread's mode, as the hook sees it.
+#[inline]
+pub fn mode() -> Mode {
+    if SUSPENDED.with(Cell::get) > 0 {
+        return Mode::Off;
+    }
+    CALLBACK.with(|cb| match *cb.borrow() {
+        Callback::Off => Mode::Off,
+        Callback::RunOnly => Mode::RunOnly,
+        Callback::Compile(_) => Mode::Compile,
+    })
+}
+
+/// The compile callback, if this thread has one.
+pub fn compile_callback(py: Python<'_>) -> Option<Py<PyAny>> {
+    CALLBACK.with(|cb| match &*cb.borrow() {
+        Callback::Compile(f) => Some(f.clone_ref(py)),
+        _ => None,
+    })
+}
+
+/// While alive, frames on this thread are not intercepted.
+pub struct Suspended(());
+
+impl Drop for Suspended {
+    fn drop(&mut self) {
+        SUSPENDED.with(|s| s.set(s.get() - 1));
+    }
+}
+
+pub fn suspend() -> Suspended {
+    SUSPENDED.with(|s| s.set(s.get() + 1));
+    Suspended(())
+}
+
+fn parse(callback: &Bound<'_, PyAny>) -> Result<Callback, Error> {
+    if callback.is_none() {
+        Ok(Callback::Off)
+    } else if callback.is_instance_of::<PyBool>() && !callback.is_truthy().unwrap_or(true) {
+        Ok(Callback::RunOnly)
+    } else if callback.is_callable() {
+        Ok(Callback::Compile(callback.clone().unbind()))
+    } else {
+        let name = callback.get_type().name().map_or_else(|_| "?".to_owned(), |n| n.to_string());
+        Err(Error::NotCallable(format!(
+            "callback must be None, False or a callable, not {name}"
+        )))
+    }
+}
+
+fn to_python(py: Python<'_>, callback: Callback) -> Py<PyAny> {
+    match callback {
+        Callback::Off => py.None(),
+        Callback::RunOnly => PyBool::new(py, false).to_owned().into_any().unbind(),
+        Callback::Compile(f) => f,
+    }
+}
+
+/// Sets this thread's callback and returns the previous one.
+///
+/// `None` turns interception off for this thread, `False` runs cached entries only, a
+/// callable is called as `callback(frame)` on a cache miss. The evaluator is installed
+/// while any thread has a callback, and the previous evaluator is restored after.
+#[pyfunction]
+pub fn set_callback(py: Python<'_>, callback: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    let new = parse(callback)?;
+    let turning_on = !matches!(new, Callback::Off);
+    let previous = CALLBACK.with(|cb| std::mem::replace(&mut *cb.borrow_mut(), new));
+    let was_on = !matches!(previous, Callback::Off);
+    if turning_on && !was_on && ACTIVE_THREADS.fetch_add(1, Ordering::Relaxed) == 0 {
+        hook::install(py);
+    } else if !turning_on && was_on && ACTIVE_THREADS.fetch_sub(1, Ordering::Relaxed) == 1 {
+        hook::uninstall(py);
+    }
+    Ok(to_python(py, previous))
+}
+
+/// This thread's callback: `None`, `False` or the callable.
+#[pyfunction]
+pub fn get_callback(py: Python<'_>) -> Py<PyAny> {
+    CALLBACK.with(|cb| match &*cb.borrow() {
+        Callback::Off => py.None(),
+        Callback::RunOnly => PyBool::new(py, false).to_owned().into_any().unbind(),
+        Callback::Compile(f) => f.clone_ref(py),
+    })
+}

@@ -1,0 +1,143 @@
+//! What the hook does with one frame. Everything here is safe code: the raw frame is
+//! reached through [`FrameRef`], and the trampoline in `ffi::hook` acts on the decision.
+
+use crate::cache::{self, Action, CacheEntry, CodeState};
+use crate::callback::{self, Mode};
+use crate::ffi::code_extra;
+use crate::ffi::frame::FrameRef;
+use crate::frame_info::{Frame, GuardInput};
+use pyo3::prelude::*;
+
+pub enum Decision<'py> {
+    /// Evaluate the frame with the previous evaluator.
+    Default,
+    /// Evaluate it with interception suspended for everything it calls.
+    DefaultUnobserved,
+    /// We ran the frame's work ourselves: its result or exception.
+    Done(PyResult<Bound<'py, PyAny>>),
+}
+
+/// Decides about one frame. The common cases (interception off, a skipped code, a cache
+/// hit) touch no Python objects beyond reading the frame and running guards.
+#[inline]
+pub fn decide(frame: FrameRef<'_>, throw: bool) -> Decision<'_> {
+    let mode = callback::mode();
+    if mode == Mode::Off || throw {
+        return Decision::Default;
+    }
+    let state = code_extra::state(frame.code());
+    if let Some(state) = state {
+        match state.action(frame.py()) {
+            Action::Skip => return Decision::Default,
+            Action::SkipRecursive => return Decision::DefaultUnobserved,
+            Action::Default | Action::RunOnly => {}
+        }
+    }
+    if frame.is_generator_like() || !frame.owned_by_thread() || frame.has_started() {
+        return Decision::Default;
+    }
+    let input = GuardInput::from_frame(frame);
+    if let Some(state) = state {
+        if let Some(entry) = lookup(state, &input) {
+            return Decision::Done(entry.get().run(&input));
+        }
+        if mode == Mode::RunOnly || state.action(frame.py()) == Action::RunOnly {
+            return Decision::Default;
+        }
+    } else if mode == Mode::RunOnly {
+        return Decision::Default;
+    }
+    on_miss(frame, &input)
+}
+
+/// Finds the first entry whose guards pass, in MRU order, and moves it to the front.
+fn lookup<'py>(state: &CodeState, input: &GuardInput<'_, 'py>) -> Option<Bound<'py, CacheEntry>> {
+    let py = input.py();
+    let _suspended = callback::suspend();
+    let mut index = 0;
+    while let Some(entry) = state.entry(py, index) {
+        let entry = entry.into_bound(py);
+        if entry.get().guard_set(py).get().check(input) {
+            entry.get().count_hit();
+            state.touch(py, index);
+            return Some(entry);
+        }
+        entry.get().count_miss();
+        index += 1;
+    }
+    None
+}
+
+#[cold]
+fn on_miss<'py>(frame: FrameRef<'py>, input: &GuardInput<'_, 'py>) -> Decision<'py> {
+    let py = frame.py();
+    let state = match code_extra::state_or_attach(frame.code()) {
+        Ok(state) => state,
+        Err(err) => return Decision::Done(Err(err)),
+    };
+    if state.entry_count(py) >= cache::recompile_limit() {
+        state.set_action(py, Action::RunOnly);
+        if state.take_limit_warning(py) {
+            if let Err(err) = warn_limit(frame, state, input) {
+                return Decision::Done(Err(err));
+            }
+        }
+        return Decision::Default;
+    }
+    let Some(callable) = callback::compile_callback(py) else { return Decision::Default };
+    let result = {
+        let _suspended = callback::suspend();
+        Frame::snapshot(frame).and_then(|snapshot| callable.bind(py).call1((snapshot,)))
+    };
+    match result {
+        Err(err) => Decision::Done(Err(err)),
+        Ok(result) => apply(state, input, &result),
+    }
+}
+
+/// Acts on what the callback returned.
+fn apply<'py>(state: &CodeState, input: &GuardInput<'_, 'py>, result: &Bound<'py, PyAny>) -> Decision<'py> {
+    let py = input.py();
+    if result.is_none() {
+        return Decision::Default;
+    }
+    if let Ok(entry) = result.cast::<CacheEntry>() {
+        state.push_front(py, entry.clone().unbind());
+        return Decision::Done(entry.get().run(input));
+    }
+    match result.extract::<i64>().ok().and_then(Action::from_int) {
+        Some(action @ (Action::Skip | Action::SkipRecursive)) => {
+            state.set_action(py, action);
+            if action == Action::Skip { Decision::Default } else { Decision::DefaultUnobserved }
+        }
+        _ => Decision::Done(Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            "the fastdynamo callback must return None, SKIP, SKIP_RECURSIVE or a CacheEntry, not {}",
+            crate::guards_repr(result)
+        )))),
+    }
+}
+
+/// One warning per code object when it reaches the recompile limit, naming the function
+/// and the guard that failed last.
+#[cold]
+fn warn_limit(frame: FrameRef<'_>, state: &CodeState, input: &GuardInput<'_, '_>) -> PyResult<()> {
+    let py = frame.py();
+    let code = frame.code();
+    let name = code.getattr("co_qualname").map_or_else(|_| "?".to_owned(), |n| n.to_string());
+    let file = code.getattr("co_filename").map_or_else(|_| "?".to_owned(), |n| n.to_string());
+    let line = code.getattr("co_firstlineno").map_or_else(|_| "?".to_owned(), |n| n.to_string());
+    let reason = {
+        let _suspended = callback::suspend();
+        state
+            .entry(py, 0)
+            .and_then(|entry| entry.bind(py).get().guard_set(py).get().failure_reason(input))
+            .unwrap_or_else(|| "unknown".to_owned())
+    };
+    let message = format!(
+        "fastdynamo: {name} ({file}:{line}) reached the recompile limit ({}); it now runs \
+         eagerly when no cached entry matches. Last failing guard: {reason}",
+        cache::recompile_limit()
+    );
+    let category = py.get_type::<crate::RecompileLimitWarning>();
+    PyErr::warn(py, &category, &std::ffi::CString::new(message).unwrap_or_default(), 1)
+}

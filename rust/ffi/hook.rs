@@ -1,0 +1,143 @@
+//! The PEP 523 evaluator: installation (chained to the previous evaluator) and the
+//! trampoline CPython calls for every frame while it is installed.
+
+use super::frame::FrameRef;
+use crate::eval_frame::{decide, Decision};
+use pyo3::ffi::{PyObject, PyThreadState};
+use pyo3::prelude::*;
+use std::os::raw::{c_int, c_void};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+type EvalFn = unsafe extern "C" fn(*mut PyThreadState, *mut c_void, c_int) -> *mut PyObject;
+
+extern "C" {
+    fn fd_get_eval_frame() -> EvalFn;
+    fn fd_set_eval_frame(eval: EvalFn);
+    fn fd_default_eval_frame() -> EvalFn;
+}
+
+/// The evaluator that was installed before ours (0: CPython's default). Read on every
+/// frame we hand back, so it is an atomic rather than a lock.
+static PREVIOUS: AtomicUsize = AtomicUsize::new(0);
+
+fn previous_evaluator() -> EvalFn {
+    match PREVIOUS.load(Ordering::Relaxed) {
+        // SAFETY: returns a function pointer with no side effects.
+        0 => unsafe { fd_default_eval_frame() },
+        // SAFETY: non-zero values are EvalFn pointers stored by `install`.
+        address => unsafe { std::mem::transmute::<usize, EvalFn>(address) },
+    }
+}
+
+/// Which evaluator a frame is handed to.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Installed {
+    Default,
+    Ours,
+    Passthrough,
+    Other,
+}
+
+/// The evaluator currently installed on this interpreter.
+pub fn installed(_py: Python<'_>) -> Installed {
+    // SAFETY: reading the interpreter's evaluator with the GIL held.
+    let current = unsafe { fd_get_eval_frame() } as usize;
+    // SAFETY: as above.
+    if current == unsafe { fd_default_eval_frame() } as usize {
+        Installed::Default
+    } else if current == fastdynamo_eval_frame as EvalFn as usize {
+        Installed::Ours
+    } else if current == passthrough_eval_frame as EvalFn as usize {
+        Installed::Passthrough
+    } else {
+        Installed::Other
+    }
+}
+
+/// Installs our evaluator, remembering the current one to chain to and restore.
+pub fn install(py: Python<'_>) {
+    if installed(py) == Installed::Ours {
+        return;
+    }
+    // SAFETY: GIL held; swapping the interpreter's evaluator pointer.
+    unsafe {
+        let current = fd_get_eval_frame();
+        let default = fd_default_eval_frame();
+        PREVIOUS.store(if current as usize == default as usize { 0 } else { current as usize }, Ordering::Relaxed);
+        fd_set_eval_frame(fastdynamo_eval_frame);
+    }
+}
+
+/// Restores the evaluator that was there before `install`. If someone installed another
+/// evaluator on top of ours meanwhile, theirs stays (it chains to us, and we pass through).
+pub fn uninstall(py: Python<'_>) {
+    if installed(py) != Installed::Ours {
+        return;
+    }
+    // SAFETY: GIL held; restoring a pointer that was valid when saved.
+    unsafe { fd_set_eval_frame(previous_evaluator()) };
+}
+
+/// Bench/test helper: installs (true) or removes (false) an evaluator that does nothing
+/// but call the default one — the floor of any PEP 523 hook.
+pub fn set_passthrough(py: Python<'_>, enabled: bool) {
+    // SAFETY: GIL held; swapping evaluator pointers.
+    unsafe {
+        if enabled {
+            fd_set_eval_frame(passthrough_eval_frame);
+        } else if installed(py) == Installed::Passthrough {
+            fd_set_eval_frame(fd_default_eval_frame());
+        }
+    }
+}
+
+/// Hands a frame to the previous evaluator (normally CPython's own).
+pub fn run_default(frame: FrameRef<'_>, throwflag: bool) -> *mut PyObject {
+    // SAFETY: the frame is live and un-evaluated (or thrown into), exactly what an
+    // evaluator expects; the thread state is the current one.
+    unsafe { previous_evaluator()(pyo3::ffi::PyThreadState_Get(), frame.raw(), c_int::from(throwflag)) }
+}
+
+unsafe extern "C" fn passthrough_eval_frame(
+    tstate: *mut PyThreadState,
+    frame: *mut c_void,
+    throwflag: c_int,
+) -> *mut PyObject {
+    // SAFETY: forwarding CPython's own arguments to its default evaluator.
+    unsafe { fd_default_eval_frame()(tstate, frame, throwflag) }
+}
+
+unsafe extern "C" fn fastdynamo_eval_frame(
+    tstate: *mut PyThreadState,
+    frame: *mut c_void,
+    throwflag: c_int,
+) -> *mut PyObject {
+    // SAFETY: CPython calls the evaluator on a thread that holds the GIL, with a live frame
+    // that stays valid until we return.
+    let (py, view) = unsafe {
+        let py = Python::assume_attached();
+        (py, FrameRef::new(py, frame))
+    };
+    // A panic must never unwind into CPython: report it and evaluate the frame normally.
+    let decision = std::panic::catch_unwind(|| decide(view, throwflag != 0))
+        .unwrap_or_else(|_| {
+            crate::errors::report_internal_error(py, "panic in the frame evaluator");
+            Decision::Default
+        });
+    match decision {
+        // SAFETY: forwarding CPython's own arguments to the evaluator we chained to.
+        Decision::Default => unsafe { previous_evaluator()(tstate, frame, throwflag) },
+        Decision::DefaultUnobserved => {
+            let _suspended = crate::callback::suspend();
+            // SAFETY: as above.
+            unsafe { previous_evaluator()(tstate, frame, throwflag) }
+        }
+        Decision::Done(result) => match result {
+            Ok(value) => value.into_ptr(),
+            Err(err) => {
+                err.restore(py);
+                std::ptr::null_mut()
+            }
+        },
+    }
+}

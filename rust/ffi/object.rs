@@ -1,0 +1,97 @@
+//! Raw object calls that PyO3 does not expose without allocating.
+
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+use pyo3::Borrowed;
+
+/// Arguments up to this count are passed from a stack buffer.
+const STACK_ARGS: usize = 16;
+
+/// `callable(*args, **dict(zip(kwnames, args[len(args)-len(kwnames):])))` through
+/// vectorcall, without building a tuple or dict.
+pub fn vectorcall<'py>(
+    callable: &Bound<'py, PyAny>,
+    args: &[Borrowed<'_, 'py, PyAny>],
+    kwnames: Option<&Bound<'py, PyTuple>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let py = callable.py();
+    let keyword_count = kwnames.map_or(0, |names| names.len());
+    assert!(keyword_count <= args.len(), "more keyword names than arguments");
+    let positional = args.len() - keyword_count;
+    let mut stack = [std::ptr::null_mut::<ffi::PyObject>(); STACK_ARGS];
+    let heap: Vec<*mut ffi::PyObject>;
+    let pointers: &[*mut ffi::PyObject] = if args.len() <= STACK_ARGS {
+        for (slot, arg) in stack.iter_mut().zip(args) {
+            *slot = arg.as_ptr();
+        }
+        &stack[..args.len()]
+    } else {
+        heap = args.iter().map(|arg| arg.as_ptr()).collect();
+        &heap
+    };
+    let names = kwnames.map_or(std::ptr::null_mut(), Bound::as_ptr);
+    // SAFETY: `pointers` holds `args.len()` borrowed references kept alive by `args` for
+    // the call; `names` is NULL or a tuple of `keyword_count` strings naming the last
+    // `keyword_count` arguments; the GIL is held (token in `callable`).
+    let result = unsafe {
+        ffi::PyObject_Vectorcall(callable.as_ptr(), pointers.as_ptr(), positional, names)
+    };
+    // SAFETY: PyObject_Vectorcall returns a new reference or NULL with an exception set.
+    unsafe { Bound::from_owned_ptr_or_err(py, result) }
+}
+
+/// Reports an exception that cannot propagate (we are inside CPython's frame machinery),
+/// naming where it happened.
+pub fn write_unraisable(py: Python<'_>, err: PyErr, context: &str) {
+    err.restore(py);
+    let context = pyo3::types::PyString::new(py, context);
+    // SAFETY: an exception is set (just restored) and the GIL is held.
+    unsafe { ffi::PyErr_WriteUnraisable(context.as_ptr()) };
+}
+
+/// A run of a frame's argument slots (`localsplus[0..len]`, all set).
+#[derive(Clone, Copy)]
+pub struct Arguments<'f> {
+    pointers: &'f [*mut ffi::PyObject],
+}
+
+impl<'f> Arguments<'f> {
+    /// # Safety
+    /// `start` must point at `len` non-NULL strong references that stay alive for 'f.
+    pub(crate) unsafe fn new(start: *const *mut ffi::PyObject, len: usize) -> Self {
+        // SAFETY: per the contract above.
+        Self { pointers: unsafe { std::slice::from_raw_parts(start, len) } }
+    }
+}
+
+/// Like [`vectorcall`], passing a frame's argument slots in place.
+pub fn vectorcall_arguments<'py>(
+    callable: &Bound<'py, PyAny>,
+    arguments: Arguments<'_>,
+    kwnames: Option<&Bound<'py, PyTuple>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let keyword_count = kwnames.map_or(0, |names| names.len());
+    assert!(keyword_count <= arguments.pointers.len(), "more keyword names than arguments");
+    let positional = arguments.pointers.len() - keyword_count;
+    let names = kwnames.map_or(std::ptr::null_mut(), Bound::as_ptr);
+    // SAFETY: `arguments` are live borrowed references (its constructor's contract) that the
+    // callee does not own; `names` is NULL or a tuple naming the last `keyword_count`.
+    let result = unsafe {
+        ffi::PyObject_Vectorcall(callable.as_ptr(), arguments.pointers.as_ptr(), positional, names)
+    };
+    // SAFETY: a new reference or NULL with an exception set.
+    unsafe { Bound::from_owned_ptr_or_err(callable.py(), result) }
+}
+
+/// The contents of a cell object, or None for an empty cell or a non-cell.
+pub fn cell_contents<'py>(cell: &Bound<'py, PyAny>) -> Option<Bound<'py, PyAny>> {
+    // SAFETY: PyCell_Check reads the type; PyCell_Get returns a new reference or NULL for
+    // an empty cell without setting an exception. The GIL is held (token in `cell`).
+    unsafe {
+        if ffi::PyCell_Check(cell.as_ptr()) == 0 {
+            return None;
+        }
+        Bound::from_owned_ptr_or_opt(cell.py(), ffi::PyCell_Get(cell.as_ptr()))
+    }
+}

@@ -1,0 +1,61 @@
+/* The only C in fastdynamo: CPython 3.11 internals that are not exported.
+ *
+ * It decides nothing. It reports the layout of the internal structs the Rust side
+ * reads (checked once at import, and by the compiler here), and wraps the two static
+ * inline helpers Rust cannot call. */
+#include <Python.h>
+#include <stddef.h>
+#define Py_BUILD_CORE
+#include <internal/pycore_frame.h>
+#include <internal/pycore_code.h>
+#undef Py_BUILD_CORE
+
+#if PY_VERSION_HEX < 0x030B0000 || PY_VERSION_HEX >= 0x030C0000
+#error "fastdynamo's shim is written for CPython 3.11"
+#endif
+
+/* Field offsets the Rust side relies on, in bytes. Keep in sync with
+ * rust/ffi/layout.rs (checked at import by `fd_layout`). */
+typedef struct {
+    size_t frame_func;
+    size_t frame_globals;
+    size_t frame_builtins;
+    size_t frame_code;
+    size_t frame_prev_instr;
+    size_t frame_owner;
+    size_t frame_localsplus;
+    size_t code_flags;
+    size_t code_adaptive;
+    size_t code_nlocalsplus;
+    size_t func_closure;
+} fd_layout_t;
+
+void fd_layout(fd_layout_t *out) {
+    out->frame_func = offsetof(_PyInterpreterFrame, f_func);
+    out->frame_globals = offsetof(_PyInterpreterFrame, f_globals);
+    out->frame_builtins = offsetof(_PyInterpreterFrame, f_builtins);
+    out->frame_code = offsetof(_PyInterpreterFrame, f_code);
+    out->frame_prev_instr = offsetof(_PyInterpreterFrame, prev_instr);
+    out->frame_owner = offsetof(_PyInterpreterFrame, owner);
+    out->frame_localsplus = offsetof(_PyInterpreterFrame, localsplus);
+    out->code_flags = offsetof(PyCodeObject, co_flags);
+    out->code_adaptive = offsetof(PyCodeObject, co_code_adaptive);
+    out->code_nlocalsplus = offsetof(PyCodeObject, co_nlocalsplus);
+    out->func_closure = offsetof(PyFunctionObject, func_closure);
+}
+
+/* The evaluator hook API, re-exported so Rust needs no per-version declarations of
+ * `_PyFrameEvalFunction`. */
+typedef PyObject *(*fd_eval_fn)(PyThreadState *, _PyInterpreterFrame *, int);
+
+fd_eval_fn fd_get_eval_frame(void) {
+    return (fd_eval_fn)_PyInterpreterState_GetEvalFrameFunc(PyInterpreterState_Get());
+}
+
+void fd_set_eval_frame(fd_eval_fn fn) {
+    _PyInterpreterState_SetEvalFrameFunc(PyInterpreterState_Get(), (_PyFrameEvalFunction)fn);
+}
+
+fd_eval_fn fd_default_eval_frame(void) {
+    return (fd_eval_fn)_PyEval_EvalFrameDefault;
+}

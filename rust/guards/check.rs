@@ -1,0 +1,198 @@
+//! The checks a guard node runs on its value, with a readable failure reason.
+
+use super::source::bad;
+use super::tensor::TensorCheck;
+use crate::errors::Error;
+use pyo3::prelude::*;
+use pyo3::types::{PyFrozenSet, PyTuple, PyType};
+use std::fmt::Write;
+
+pub enum Check {
+    TypeIs(Py<PyType>),
+    IdIs(Py<PyAny>),
+    Equals(Py<PyAny>),
+    LenIs(usize),
+    IsNone,
+    NotNone,
+    Tensor(Box<TensorCheck>),
+}
+
+/// Checks on torch's global state, not on a frame value.
+pub enum StateCheck {
+    GradMode(bool),
+    DefaultDtype(Py<PyAny>),
+}
+
+impl Check {
+    pub fn parse(spec: &Bound<'_, PyAny>) -> Result<Check, Error> {
+        let tuple = spec.cast::<PyTuple>().map_err(|_| bad(spec, "a check must be a tuple"))?;
+        let kind: String = tuple
+            .get_item(0)
+            .and_then(|k| k.extract())
+            .map_err(|_| bad(spec, "check kind must be a string"))?;
+        let arg = |i: usize| tuple.get_item(i).map_err(|_| bad(spec, "check is missing an argument"));
+        match kind.as_str() {
+            "type_is" => Ok(Check::TypeIs(
+                arg(1)?.cast_into::<PyType>().map_err(|_| bad(spec, "type_is needs a type"))?.unbind(),
+            )),
+            "id_is" => Ok(Check::IdIs(arg(1)?.unbind())),
+            "equals" => {
+                let value = arg(1)?;
+                if !is_plain_constant(&value) {
+                    return Err(bad(spec, "equals needs an int, float, bool, str, bytes, None or a tuple/frozenset of those"));
+                }
+                Ok(Check::Equals(value.unbind()))
+            }
+            "len_is" => Ok(Check::LenIs(arg(1)?.extract().map_err(|_| bad(spec, "len_is needs an int >= 0"))?)),
+            "is_none" => Ok(Check::IsNone),
+            "not_none" => Ok(Check::NotNone),
+            "tensor" => Ok(Check::Tensor(Box::new(TensorCheck::parse(&tuple)?))),
+            _ => Err(bad(spec, "unknown check kind")),
+        }
+    }
+
+    /// Runs the check; on failure, writes why into `reason` when one is asked for.
+    #[inline]
+    pub fn run(&self, value: &Bound<'_, PyAny>, name: &str, reason: Option<&mut String>) -> bool {
+        let py = value.py();
+        let ok = match self {
+            Check::TypeIs(expected) => value.get_type().as_ptr() == expected.as_ptr(),
+            Check::IdIs(expected) => value.as_ptr() == expected.as_ptr(),
+            Check::Equals(expected) => {
+                let expected = expected.bind(py);
+                value.get_type().as_ptr() == expected.get_type().as_ptr()
+                    && value.eq(expected).unwrap_or_else(|_| false)
+            }
+            Check::LenIs(expected) => value.len().is_ok_and(|n| n == *expected),
+            Check::IsNone => value.is_none(),
+            Check::NotNone => !value.is_none(),
+            Check::Tensor(check) => return check.run(value, name, reason),
+        };
+        if !ok {
+            if let Some(reason) = reason {
+                self.describe_failure(value, name, reason);
+            }
+        }
+        ok
+    }
+
+    #[cold]
+    fn describe_failure(&self, value: &Bound<'_, PyAny>, name: &str, out: &mut String) {
+        let py = value.py();
+        let got_type = type_name(&value.get_type());
+        let _ = match self {
+            Check::TypeIs(t) => write!(out, "type({name}) is {}, got {got_type}", type_name(t.bind(py))),
+            Check::IdIs(o) => write!(out, "{name} is {}, got another {got_type}", short_repr(o.bind(py))),
+            Check::Equals(c) => write!(out, "{name} == {}, got {}", short_repr(c.bind(py)), short_repr(value)),
+            Check::LenIs(n) => {
+                let got = value.len().map_or_else(|_| "no len()".to_owned(), |l| l.to_string());
+                write!(out, "len({name}) == {n}, got {got}")
+            }
+            Check::IsNone => write!(out, "{name} is None, got {got_type}"),
+            Check::NotNone => write!(out, "{name} is not None, got None"),
+            Check::Tensor(_) => Ok(()),
+        };
+    }
+}
+
+impl StateCheck {
+    pub fn parse(spec: &Bound<'_, PyAny>) -> Result<StateCheck, Error> {
+        let tuple = spec.cast::<PyTuple>().map_err(|_| bad(spec, "a check must be a tuple"))?;
+        let kind: String = tuple.get_item(0).and_then(|k| k.extract()).map_err(|_| bad(spec, "bad kind"))?;
+        let arg = tuple.get_item(1).map_err(|_| bad(spec, "missing argument"))?;
+        match kind.as_str() {
+            "grad_mode" => Ok(StateCheck::GradMode(arg.extract().map_err(|_| bad(spec, "grad_mode needs a bool"))?)),
+            "default_dtype" => Ok(StateCheck::DefaultDtype(arg.unbind())),
+            _ => Err(bad(spec, "unknown torch state check")),
+        }
+    }
+
+    pub fn run(&self, torch: &TorchState, py: Python<'_>, reason: Option<&mut String>) -> bool {
+        let (ok, describe): (bool, &dyn Fn() -> String) = match self {
+            StateCheck::GradMode(expected) => {
+                let got = torch.grad_enabled(py);
+                (got == Some(*expected), &move || format!("torch.is_grad_enabled() == {}, got {}", py_bool(*expected), got.map_or("error", py_bool)))
+            }
+            StateCheck::DefaultDtype(expected) => {
+                let got = torch.default_dtype(py);
+                let ok = got.as_ref().is_some_and(|d| d.as_ptr() == expected.as_ptr());
+                (ok, &move || format!("torch.get_default_dtype() == {}, got {}", short_repr(expected.bind(py)), got.as_ref().map_or_else(|| "error".to_owned(), short_repr)))
+            }
+        };
+        if !ok {
+            if let Some(reason) = reason {
+                reason.push_str(&describe());
+            }
+        }
+        ok
+    }
+}
+
+/// torch's global-state readers, looked up once per guard set.
+pub struct TorchState {
+    is_grad_enabled: Py<PyAny>,
+    get_default_dtype: Py<PyAny>,
+}
+
+impl TorchState {
+    pub fn load(py: Python<'_>) -> PyResult<TorchState> {
+        let torch = py.import("torch")?;
+        Ok(TorchState {
+            is_grad_enabled: torch.getattr("is_grad_enabled")?.unbind(),
+            get_default_dtype: torch.getattr("get_default_dtype")?.unbind(),
+        })
+    }
+
+    fn grad_enabled(&self, py: Python<'_>) -> Option<bool> {
+        let result = self.is_grad_enabled.bind(py).call0().ok()?;
+        Some(result.as_ptr() == pyo3::types::PyBool::new(py, true).as_ptr())
+    }
+
+    fn default_dtype<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
+        self.get_default_dtype.bind(py).call0().ok()
+    }
+}
+
+fn py_bool(value: bool) -> &'static str {
+    if value { "True" } else { "False" }
+}
+
+fn is_plain_constant(value: &Bound<'_, PyAny>) -> bool {
+    let py = value.py();
+    if value.is_none() {
+        return true;
+    }
+    let exact = |t: &Bound<'_, PyType>| value.get_type().is(t);
+    let builtins = [
+        py.get_type::<pyo3::types::PyInt>(),
+        py.get_type::<pyo3::types::PyFloat>(),
+        py.get_type::<pyo3::types::PyBool>(),
+        py.get_type::<pyo3::types::PyString>(),
+        py.get_type::<pyo3::types::PyBytes>(),
+    ];
+    if builtins.iter().any(exact) {
+        return true;
+    }
+    if exact(&py.get_type::<PyTuple>()) || exact(&py.get_type::<PyFrozenSet>()) {
+        return value.try_iter().is_ok_and(|mut items| items.all(|i| i.is_ok_and(|i| is_plain_constant(&i))));
+    }
+    false
+}
+
+pub fn type_name(t: &Bound<'_, PyType>) -> String {
+    let name = t.qualname().map_or_else(|_| "?".into(), |n| n.to_string());
+    match t.module() {
+        Ok(module) if module.to_string() != "builtins" => format!("{module}.{name}"),
+        _ => name,
+    }
+}
+
+pub fn short_repr(value: &Bound<'_, PyAny>) -> String {
+    let text = value.repr().map_or_else(|_| "?".into(), |r| r.to_string());
+    if text.chars().count() > 60 {
+        let cut: String = text.chars().take(57).collect();
+        format!("{cut}...")
+    } else {
+        text
+    }
+}

@@ -1,0 +1,177 @@
+//! Guard sets: a tree compiled once from a Python spec, checked on every call.
+//!
+//! The spec is a list of `(source, check)` tuples (see `python/fastdynamo/guards`).
+//! Guards on the same source share one tree node, so each value is read once per check;
+//! a node's checks run before its children are read (a type check guards the attribute
+//! reads below it). The fast path stops at the first failure and allocates nothing; the
+//! verbose path returns the first failure as text.
+
+mod check;
+mod source;
+mod tensor;
+
+use crate::errors::Error;
+use crate::frame_info::{Frame, GuardInput};
+use check::{Check, StateCheck, TorchState};
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyTuple};
+use source::{parse_source, Accessor};
+
+struct Node {
+    accessor: Accessor,
+    key: String,
+    /// The source as Python text, for failure reasons.
+    name: String,
+    checks: Vec<Check>,
+    children: Vec<Node>,
+}
+
+impl Node {
+    fn child_for<'a>(children: &'a mut Vec<Node>, accessor: Accessor, name: String, py: Python<'_>) -> &'a mut Node {
+        let key = accessor.key(py);
+        if let Some(position) = children.iter().position(|c| c.key == key) {
+            return &mut children[position];
+        }
+        children.push(Node { accessor, key, name, checks: Vec::new(), children: Vec::new() });
+        children.last_mut().expect("just pushed")
+    }
+
+    fn run(&self, value: &Bound<'_, PyAny>, reason: &mut Option<&mut String>) -> bool {
+        for check in &self.checks {
+            if !check.run(value, &self.name, reason.as_deref_mut()) {
+                return false;
+            }
+        }
+        self.children.iter().all(|child| match child.accessor.read_child(value) {
+            Some(child_value) => child.run(&child_value, reason),
+            None => unreadable(&child.name, reason),
+        })
+    }
+}
+
+#[cold]
+fn unreadable(name: &str, reason: &mut Option<&mut String>) -> bool {
+    if let Some(reason) = reason.as_deref_mut() {
+        reason.push_str(&format!("{name} could not be read"));
+    }
+    false
+}
+
+/// A compiled set of guards.
+#[pyclass(frozen, module = "fastdynamo._native")]
+pub struct GuardSet {
+    roots: Vec<Node>,
+    state_checks: Vec<StateCheck>,
+    torch: Option<TorchState>,
+    count: usize,
+}
+
+impl GuardSet {
+    fn compile(py: Python<'_>, specs: &Bound<'_, PyAny>) -> PyResult<GuardSet> {
+        let mut roots: Vec<Node> = Vec::new();
+        let mut state_checks = Vec::new();
+        let mut count = 0;
+        for spec in specs.try_iter()? {
+            let spec = spec?;
+            let pair = spec.cast::<PyTuple>().ok().filter(|t| t.len() == 2).ok_or_else(|| {
+                Error::BadGuardSpec(format!("a guard is a (source, check) pair, got {}", check::short_repr(&spec)))
+            })?;
+            let (source, check) = (pair.get_item(0)?, pair.get_item(1)?);
+            count += 1;
+            if source.extract::<(String,)>().is_ok_and(|(kind,)| kind == "torch_state") {
+                state_checks.push(StateCheck::parse(&check)?);
+                continue;
+            }
+            let check = Check::parse(&check)?;
+            let path = parse_source(&source)?;
+            let mut steps = path.steps.into_iter();
+            let (root_accessor, root_name) = steps.next().expect("a source has a root");
+            if !root_accessor.is_root() {
+                return Err(Error::BadGuardSpec(format!("source {root_name} does not start at the frame")).into());
+            }
+            let mut node = Node::child_for(&mut roots, root_accessor, root_name, py);
+            for (accessor, name) in steps {
+                node = Node::child_for(&mut node.children, accessor, name, py);
+            }
+            node.checks.push(check);
+        }
+        let torch = if state_checks.is_empty() { None } else { Some(TorchState::load(py)?) };
+        Ok(GuardSet { roots, state_checks, torch, count })
+    }
+
+    /// Fast path: true when every guard passes. Stops at the first failure.
+    #[inline]
+    pub fn check(&self, input: &GuardInput<'_, '_>) -> bool {
+        self.evaluate(input, None)
+    }
+
+    /// Verbose path: the first failing guard as text, or None when all pass.
+    pub fn failure_reason(&self, input: &GuardInput<'_, '_>) -> Option<String> {
+        let mut reason = String::new();
+        if self.evaluate(input, Some(&mut reason)) {
+            None
+        } else {
+            Some(reason)
+        }
+    }
+
+    fn evaluate(&self, input: &GuardInput<'_, '_>, mut reason: Option<&mut String>) -> bool {
+        let py = input.py();
+        if let Some(torch) = &self.torch {
+            if !self.state_checks.iter().all(|c| c.run(torch, py, reason.as_deref_mut())) {
+                return false;
+            }
+        }
+        self.roots.iter().all(|root| match root.accessor.read_root(input) {
+            Some(value) => root.run(&value, &mut reason),
+            None => unreadable(&root.name, &mut reason),
+        })
+    }
+}
+
+#[pymethods]
+impl GuardSet {
+    /// `GuardSet([(source_spec, check_spec), ...])`; raises ValueError naming a bad spec.
+    #[new]
+    fn py_new(py: Python<'_>, specs: &Bound<'_, PyAny>) -> PyResult<Self> {
+        GuardSet::compile(py, specs)
+    }
+
+    /// True when every guard passes for `frame` (a `Frame`).
+    #[pyo3(name = "check")]
+    fn py_check(&self, frame: &Bound<'_, Frame>) -> bool {
+        self.check(&GuardInput::from_frame_object(frame))
+    }
+
+    /// The first failing guard as text (e.g. `x.size()[0] == 4, got 8`), or None.
+    #[pyo3(name = "failure_reason")]
+    fn py_failure_reason(&self, frame: &Bound<'_, Frame>) -> Option<String> {
+        self.failure_reason(&GuardInput::from_frame_object(frame))
+    }
+
+    /// Checks `count` times and returns the total nanoseconds (benches: no per-call
+    /// Python overhead in the measurement).
+    fn time_check(&self, frame: &Bound<'_, Frame>, count: u64) -> u128 {
+        let input = GuardInput::from_frame_object(frame);
+        let start = std::time::Instant::now();
+        for _ in 0..count {
+            std::hint::black_box(self.check(std::hint::black_box(&input)));
+        }
+        start.elapsed().as_nanos()
+    }
+
+    fn __len__(&self) -> usize {
+        self.count
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<GuardSet of {} guards>", self.count)
+    }
+}
+
+/// Registers the guard classes on the module.
+pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_class::<GuardSet>()?;
+    let _ = PyList::empty(module.py());
+    Ok(())
+}

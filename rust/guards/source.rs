@@ -1,0 +1,150 @@
+//! How a guarded value is reached from the frame: a path of accessors from a root.
+
+use crate::errors::Error;
+use crate::frame_info::GuardInput;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyString, PyTuple};
+
+/// One step from a parent value (or, for roots, from the frame) to a child value.
+pub enum Accessor {
+    Local(usize),
+    Global(Py<PyString>),
+    Builtin(Py<PyString>),
+    Closure(usize),
+    Attr(Py<PyString>),
+    Item(Py<PyAny>),
+    Type,
+}
+
+impl Accessor {
+    /// Identity used to merge equal paths into one tree node.
+    pub fn key(&self, py: Python<'_>) -> String {
+        match self {
+            Accessor::Local(i) => format!("local:{i}"),
+            Accessor::Global(n) => format!("global:{n}"),
+            Accessor::Builtin(n) => format!("builtin:{n}"),
+            Accessor::Closure(i) => format!("closure:{i}"),
+            Accessor::Attr(n) => format!("attr:{n}"),
+            Accessor::Item(k) => {
+                let k = k.bind(py);
+                let type_name = k.get_type().name().map_or_else(|_| "?".into(), |n| n.to_string());
+                format!("item:{type_name}:{}", k.repr().map_or_else(|_| "?".into(), |r| r.to_string()))
+            }
+            Accessor::Type => "type".to_owned(),
+        }
+    }
+
+    /// Reads a root value from the frame.
+    pub fn read_root<'py>(&self, input: &GuardInput<'_, 'py>) -> Option<Bound<'py, PyAny>> {
+        let py = input.py();
+        match self {
+            Accessor::Local(index) => input.local(*index).map(|v| v.to_owned()),
+            Accessor::Global(name) => dict_lookup(&input.globals(), name.bind(py)),
+            Accessor::Builtin(name) => dict_lookup(&input.builtins(), name.bind(py)),
+            Accessor::Closure(index) => {
+                let cell = input.closure()?.get_item(*index).ok()?;
+                crate::ffi::object::cell_contents(&cell)
+            }
+            _ => None,
+        }
+    }
+
+    /// Reads a child of `parent`; errors (a missing attribute, a raising `__getitem__`)
+    /// mean the guard fails, and are cleared.
+    pub fn read_child<'py>(&self, parent: &Bound<'py, PyAny>) -> Option<Bound<'py, PyAny>> {
+        let py = parent.py();
+        match self {
+            Accessor::Attr(name) => parent.getattr(name.bind(py)).ok(),
+            Accessor::Item(key) => {
+                if let Ok(dict) = parent.cast_exact::<PyDict>() {
+                    dict.get_item(key.bind(py)).ok().flatten()
+                } else {
+                    parent.get_item(key.bind(py)).ok()
+                }
+            }
+            Accessor::Type => Some(parent.get_type().into_any()),
+            _ => None,
+        }
+    }
+
+    pub fn is_root(&self) -> bool {
+        matches!(self, Accessor::Local(_) | Accessor::Global(_) | Accessor::Builtin(_) | Accessor::Closure(_))
+    }
+}
+
+fn dict_lookup<'py>(dict: &pyo3::Borrowed<'_, 'py, PyAny>, key: &Bound<'py, PyString>) -> Option<Bound<'py, PyAny>> {
+    dict.cast::<PyDict>().ok()?.get_item(key).ok().flatten()
+}
+
+/// A parsed source: the accessors from a root, and its readable name.
+pub struct SourcePath {
+    pub steps: Vec<(Accessor, String)>,
+}
+
+/// Parses a source spec (see `python/fastdynamo/sources.py`): nested tuples such as
+/// `("attr", ("local", 0, "self"), "weight")`.
+pub fn parse_source(spec: &Bound<'_, PyAny>) -> Result<SourcePath, Error> {
+    let py = spec.py();
+    let tuple = spec.cast::<PyTuple>().map_err(|_| bad(spec, "a source must be a tuple"))?;
+    let kind: String = item(&tuple, 0)?.extract().map_err(|_| bad(spec, "source kind must be a string"))?;
+    let int_at = |i: usize| -> Result<usize, Error> {
+        item(&tuple, i)?.extract().map_err(|_| bad(spec, "expected a non-negative int"))
+    };
+    let str_at = |i: usize| -> Result<Bound<'_, PyString>, Error> {
+        item(&tuple, i)?.cast_into::<PyString>().map_err(|_| bad(spec, "expected a str"))
+    };
+    let root = |accessor: Accessor, name: String| Ok(SourcePath { steps: vec![(accessor, name)] });
+    match (kind.as_str(), tuple.len()) {
+        ("local", 3) => root(Accessor::Local(int_at(1)?), str_at(2)?.to_string()),
+        ("closure", 3) => root(Accessor::Closure(int_at(1)?), str_at(2)?.to_string()),
+        ("global", 2) => {
+            let name = str_at(1)?;
+            root(Accessor::Global(name.clone().unbind()), name.to_string())
+        }
+        ("builtin", 2) => {
+            let name = str_at(1)?;
+            root(Accessor::Builtin(name.clone().unbind()), format!("__builtins__.{name}"))
+        }
+        ("attr", 3) => {
+            let mut path = parse_source(&item(&tuple, 1)?)?;
+            let name = str_at(2)?;
+            let text = format!("{}.{name}", path.name());
+            path.steps.push((Accessor::Attr(name.unbind()), text));
+            Ok(path)
+        }
+        ("item", 3) => {
+            let mut path = parse_source(&item(&tuple, 1)?)?;
+            let key = item(&tuple, 2)?;
+            let key_repr = key.repr().map_or_else(|_| "?".into(), |r| r.to_string());
+            let text = format!("{}[{key_repr}]", path.name());
+            path.steps.push((Accessor::Item(key.unbind()), text));
+            Ok(path)
+        }
+        ("type", 2) => {
+            let mut path = parse_source(&item(&tuple, 1)?)?;
+            let text = format!("type({})", path.name());
+            path.steps.push((Accessor::Type, text));
+            Ok(path)
+        }
+        _ => {
+            let _ = py;
+            Err(bad(spec, "unknown source kind or wrong arity"))
+        }
+    }
+}
+
+impl SourcePath {
+    pub fn name(&self) -> &str {
+        self.steps.last().map_or("", |(_, name)| name.as_str())
+    }
+}
+
+fn item<'py>(tuple: &Bound<'py, PyTuple>, index: usize) -> Result<Bound<'py, PyAny>, Error> {
+    tuple.get_item(index).map_err(|_| bad(tuple.as_any(), "tuple too short"))
+}
+
+#[cold]
+pub fn bad(spec: &Bound<'_, PyAny>, why: &str) -> Error {
+    let repr = spec.repr().map_or_else(|_| "?".into(), |r| r.to_string());
+    Error::BadGuardSpec(format!("{why}: {repr}"))
+}

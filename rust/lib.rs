@@ -1,0 +1,31 @@
+//! `fastdynamo._native`: the PEP 523 frame evaluator, per-code caches and guards.
+//!
+//! Only registration lives here; see `eval_frame.rs` for what happens to a frame.
+
+pub mod cache;
+pub mod callback;
+pub mod errors;
+pub mod eval_frame;
+pub mod ffi;
+pub mod frame_info;
+pub mod guards;
+mod module_api;
+
+use pyo3::prelude::*;
+
+pyo3::create_exception!(
+    fastdynamo._native,
+    RecompileLimitWarning,
+    pyo3::exceptions::PyUserWarning,
+    "A code object reached the recompile limit and now runs eagerly on cache misses."
+);
+
+/// A short repr for error messages.
+pub(crate) fn guards_repr(value: &Bound<'_, PyAny>) -> String {
+    value.get_type().name().map_or_else(|_| "?".to_owned(), |n| n.to_string())
+}
+
+#[pymodule]
+fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module_api::register(module)
+}
