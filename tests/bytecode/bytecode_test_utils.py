@@ -51,7 +51,8 @@ def with_nops(code: types.CodeType, every: int = 1) -> types.CodeType:
     out = []
     seen_resume = False
     for i, inst in enumerate(insts):
-        if seen_resume and i % every == 0:
+        # PRECALL must stay directly before CALL (3.11 specialisations skip it).
+        if seen_resume and i % every == 0 and inst.opname != "CALL":
             nop = create_instruction("NOP")
             nop.exn_tab_entry = inst.exn_tab_entry
             out.append(nop)

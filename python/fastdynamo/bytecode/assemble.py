@@ -103,6 +103,7 @@ def assemble(instructions: Sequence[Instruction], template_code: CodeType,
     for inst in instructions:
         _set_arg(inst, consts, names, localsplus, localsplus_index)
 
+    _check_adjacent_pairs(instructions)
     sizes = _layout_jumps(instructions)
     code = bytearray()
     for inst, size in zip(instructions, sizes):
@@ -150,6 +151,14 @@ def _set_arg(inst: Instruction, consts: _Table, names: _Table, localsplus: tuple
         inst.arg = localsplus_index[argval]
     elif opname in version.COMPARE_OPNAMES and isinstance(argval, str):
         inst.arg = dis.cmp_op.index(argval)
+
+
+def _check_adjacent_pairs(instructions: Sequence[Instruction]) -> None:
+    for inst, following in zip(instructions, [*instructions[1:], None]):
+        needed = version.MUST_BE_FOLLOWED_BY.get(inst.opname)
+        if needed is not None and (following is None or following.opname != needed):
+            raise ValueError(f"{inst!r} must be directly followed by {needed}, "
+                             f"got {following!r}")
 
 
 def _layout_jumps(instructions: Sequence[Instruction]) -> list[int]:

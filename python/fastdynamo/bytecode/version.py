@@ -62,6 +62,10 @@ GENERIC_JUMP_NAMES = {
 }
 _FLIP = {**_DIRECTION_TWINS, **{b: f for f, b in _DIRECTION_TWINS.items()}}
 
+# Pairs that must be adjacent: 3.11's specialised PRECALL forms (e.g. list.append)
+# finish the call themselves and skip over the CALL that must follow directly.
+MUST_BE_FOLLOWED_BY = {"PRECALL": "CALL"}
+
 # LOAD_GLOBAL's low argument bit asks it to push NULL before the value (3.11+).
 LOAD_GLOBAL_NULL_BIT_OPNAMES = frozenset({"LOAD_GLOBAL"})
 
