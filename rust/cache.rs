@@ -149,6 +149,14 @@ impl CodeState {
         self.limit_warned.try_borrow_mut(py).is_some_and(|mut warned| !std::mem::replace(&mut *warned, true))
     }
 
+    /// Releases the entries now (the code object is being freed).
+    pub fn release(self, py: Python<'_>) {
+        let entries = self.entries.try_borrow_mut(py).map(|mut e| std::mem::take(&mut *e)).unwrap_or_default();
+        for entry in entries {
+            entry.drop_ref(py);
+        }
+    }
+
     /// Empties the state; the removed entries are returned so the caller can drop them
     /// once no other state is being walked (dropping may free other code objects).
     fn clear(&self, py: Python<'_>) -> Vec<Py<CacheEntry>> {

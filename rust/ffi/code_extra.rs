@@ -96,6 +96,8 @@ unsafe extern "C" fn free_code_state(ptr: *mut c_void) {
     // SAFETY: CPython passes back exactly the pointer `state_or_attach` leaked, once.
     let state = unsafe { Box::from_raw(ptr.cast::<CodeState>()) };
     crate::cache::unregister(state.code_address());
-    // Attach so that the Py references inside are released now, not deferred.
-    Python::attach(move |_py| drop(state));
+    // SAFETY: CPython frees code objects with the GIL held (also during finalization,
+    // when PyO3's `attach` would refuse), so references can be released right here.
+    let py = unsafe { Python::assume_attached() };
+    state.release(py);
 }
