@@ -1,0 +1,16 @@
+"""Settings read by the translator and the compile wrapper; change them at runtime.
+
+>>> from fastdynamo import config
+>>> config.recompile_limit
+8
+"""
+from __future__ import annotations
+
+# Cache entries per code object before the frame runs eagerly (the native runtime's limit).
+recompile_limit: int = 8
+# How many nested user-function calls the translator inlines before giving up.
+max_inline_depth: int = 32
+# Frames whose file is inside these packages are not compiled on their own (they are
+# still inlined when user code calls them), unless they are the function given to compile().
+skip_packages: tuple[str, ...] = ("torch", "fastdynamo", "hypothesis", "_pytest", "pytest",
+                                  "pluggy", "unittest", "contextlib", "functools", "typing")

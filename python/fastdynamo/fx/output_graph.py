@@ -1,0 +1,225 @@
+"""The graph being captured: FX nodes, FakeTensor metadata, graph inputs and guards.
+
+Every tensor operation the translator meets is recorded generically: one FX node whose
+metadata comes from running the same call on FakeTensors. Calls whose result depends on
+tensor data (``nonzero``, ``bool(t)``) fail under FakeTensorMode and become
+:class:`~fastdynamo.symbolic.exc.Unsupported`.
+
+>>> import torch
+>>> from fastdynamo.sources import LocalSource
+>>> out = OutputGraph()
+>>> x = out.add_tensor_input(torch.ones(2, 3), LocalSource(0, "x"))
+>>> y = out.record_call("call_function", torch.relu, [x], {})
+>>> tuple(y.example.shape)
+(2, 3)
+"""
+from __future__ import annotations
+
+import operator
+import re
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+import torch.fx
+from torch._subclasses.fake_tensor import (DataDependentOutputException,
+                                           DynamicOutputShapeException, FakeTensorMode)
+
+from ..guards import Guard, tensor_match
+from ..sources import Source
+from ..symbolic.exc import unsupported
+from .passes import eliminate_dead_code
+
+_INPLACE_OPERATORS = {operator.iadd, operator.isub, operator.imul, operator.itruediv,
+                      operator.ifloordiv, operator.imod, operator.ipow, operator.iand,
+                      operator.ior, operator.ixor, operator.ilshift, operator.irshift,
+                      operator.imatmul, operator.setitem}
+
+
+@dataclass
+class GraphInput:
+    """A placeholder of the graph and the source the rewritten code loads it from."""
+
+    source: Source
+    node: torch.fx.Node
+    example: torch.Tensor  # the real tensor seen at trace time
+
+
+class OutputGraph:
+    """Graph, fake mode, inputs and guards of one capture (shared by inlined translators)."""
+
+    def __init__(self) -> None:
+        self.graph = torch.fx.Graph()
+        self.fake_mode = FakeTensorMode()
+        self.inputs: list[GraphInput] = []
+        self._inputs_by_source: dict[Source, Any] = {}
+        self._input_storages: set[int] = set()
+        self._guards: dict[tuple, Guard] = {}
+        self._names: set[str] = set()
+
+    # -- guards -----------------------------------------------------------------
+    def add_guard(self, source: Source | None, check: tuple) -> None:
+        """Record that the trace assumed ``check`` on ``source`` (deduplicated)."""
+        key = (source, check[0]) if check[0] == "tensor" else (source, check[0], _hashable(check[1:]))
+        if key not in self._guards:
+            self._guards[key] = Guard(source, check)
+
+    @property
+    def guards(self) -> list[Guard]:
+        return list(self._guards.values())
+
+    # -- inputs -----------------------------------------------------------------
+    def add_tensor_input(self, tensor: torch.Tensor, source: Source):
+        """A placeholder for a tensor read from ``source``, guarded on its metadata."""
+        from ..symbolic.variables.tensor import TensorVariable
+
+        if source in self._inputs_by_source:
+            return self._inputs_by_source[source]
+        if type(tensor) not in (torch.Tensor, torch.nn.Parameter):
+            raise unsupported(f"tensor subclass {type(tensor).__qualname__} at {source.name()}")
+        self.add_guard(source, tensor_match(tensor))
+        placeholders = [n for n in self.graph.nodes if n.op == "placeholder"]
+        if placeholders:
+            ctx = self.graph.inserting_after(placeholders[-1])
+        else:
+            ctx = self.graph.inserting_before(next(iter(self.graph.nodes), None))
+        with ctx:
+            node = self.graph.placeholder(self._unique_name(source.name()))
+        fake = self.fake_mode.from_tensor(tensor)
+        node.meta["example_value"] = node.meta["val"] = fake
+        self.inputs.append(GraphInput(source, node, tensor))
+        self._input_storages.add(fake.untyped_storage()._cdata)
+        var = TensorVariable(node, fake, source=source, python_type=type(tensor))
+        self._inputs_by_source[source] = var
+        return var
+
+    def aliases_input(self, fake: torch.Tensor) -> bool:
+        """True when ``fake`` shares storage with a graph input (mutating it is a side
+        effect outside the graph)."""
+        return fake.untyped_storage()._cdata in self._input_storages
+
+    # -- recording --------------------------------------------------------------
+    def record_call(self, kind: str, target: Any, args: list, kwargs: dict):
+        """Record ``target(*args, **kwargs)`` (``kind`` is ``call_function`` or
+        ``call_method``) as one node and return the wrapped result."""
+        node_args = tuple(a.graph_arg(False) for a in args)
+        node_kwargs = {k: v.graph_arg(False) for k, v in kwargs.items()}
+        fake_args = [a.graph_arg(True) for a in args]
+        fake_kwargs = {k: v.graph_arg(True) for k, v in kwargs.items()}
+        self._check_mutation(kind, target, fake_args, fake_kwargs)
+        name = target if isinstance(target, str) else getattr(target, "__name__", repr(target))
+        try:
+            with self.fake_mode:
+                if kind == "call_method":
+                    result = getattr(fake_args[0], target)(*fake_args[1:], **fake_kwargs)
+                else:
+                    result = target(*fake_args, **fake_kwargs)
+        except (DataDependentOutputException, DynamicOutputShapeException) as err:
+            raise unsupported(f"{name}: result depends on tensor data ({type(err).__name__})") from err
+        except Exception as err:  # noqa: BLE001 - the eager run will raise the real error
+            raise unsupported(f"{name} raised {type(err).__name__} during tracing: {err}") from err
+        node = self.graph.create_node(kind, target, node_args, node_kwargs)
+        node.meta["example_value"] = node.meta["val"] = result
+        if self._mutates_first_arg(kind, target, fake_kwargs):
+            node.meta["inplace"] = True
+        wrapped = self.wrap_result(node, result)
+        if not node.users and not _contains_tensor(result) and not node.meta.get("inplace"):
+            self.graph.erase_node(node)  # a metadata query: keep the constant, drop the node
+        return wrapped
+
+    def wrap_result(self, node: torch.fx.Node, value: Any):
+        """Wrap a FakeTensor-run result: tensors become TensorVariables, tuples are split
+        with ``getitem`` nodes, anything else is a constant."""
+        from ..symbolic.variables.constant import ConstantVariable
+        from ..symbolic.variables.containers import ListVariable, TupleVariable
+        from ..symbolic.variables.tensor import TensorVariable
+
+        if isinstance(value, torch.Tensor):
+            return TensorVariable(node, value)
+        if isinstance(value, (tuple, list)) and not isinstance(value, torch.Size) and _contains_tensor(value):
+            items = []
+            for i, item in enumerate(value):
+                item_node = self.graph.call_function(operator.getitem, (node, i))
+                item_node.meta["example_value"] = item_node.meta["val"] = item
+                items.append(self.wrap_result(item_node, item))
+            if isinstance(value, list):
+                return ListVariable(items)
+            return TupleVariable(items, tuple_type=type(value))
+        if isinstance(value, (int, float, bool, complex, str, type(None), torch.Size, torch.dtype,
+                              torch.device, torch.memory_format, torch.layout)):
+            return ConstantVariable(value)
+        if isinstance(value, (tuple, list)):
+            return ConstantVariable(type(value)(value) if isinstance(value, tuple) else value)
+        raise unsupported(f"result of type {type(value).__qualname__} from {node.target}")
+
+    def _mutates_first_arg(self, kind: str, target: Any, kwargs: dict) -> bool:
+        if kwargs.get("inplace") is True:
+            return True
+        if kind == "call_method":
+            return target.endswith("_") and not target.startswith("_")
+        if target in _INPLACE_OPERATORS:
+            return True
+        name = getattr(target, "__name__", "")
+        return name.endswith("_") and not name.startswith("_")
+
+    def _check_mutation(self, kind: str, target: Any, fake_args: list, fake_kwargs: dict) -> None:
+        if "out" in fake_kwargs:
+            raise unsupported(f"{getattr(target, '__name__', target)}(..., out=...) writes outside the graph")
+        if not self._mutates_first_arg(kind, target, fake_kwargs) or not fake_args:
+            return
+        first = fake_args[0]
+        if isinstance(first, torch.Tensor) and self.aliases_input(first):
+            name = target if isinstance(target, str) else getattr(target, "__name__", repr(target))
+            raise unsupported(f"in-place {name} on a graph input (or a view of one)")
+
+    # -- finishing --------------------------------------------------------------
+    def set_grad_enabled(self, enabled: bool) -> None:
+        """Record a grad-mode switch in the graph and apply it to the tracing state."""
+        self.graph.call_function(torch._C._set_grad_enabled, (enabled,))
+        torch._C._set_grad_enabled(enabled)
+
+    def set_grad_enabled_now(self, enabled: bool) -> bool:
+        """``torch.set_grad_enabled(b)`` called as a function: switch now, return the
+        previous mode."""
+        prior = torch.is_grad_enabled()
+        self.set_grad_enabled(enabled)
+        return prior
+
+    def finish(self, outputs: list[torch.fx.Node]) -> torch.fx.GraphModule:
+        """Add the output node, clean up and build the GraphModule."""
+        self.graph.output(tuple(outputs))
+        eliminate_dead_code(self.graph)
+        self.graph.lint()
+        return torch.fx.GraphModule(torch.nn.Module(), self.graph)
+
+    def example_inputs(self) -> list[torch.Tensor]:
+        return [inp.example for inp in self.inputs]
+
+    def _unique_name(self, text: str) -> str:
+        base = re.sub(r"\W+", "_", text).strip("_") or "input"
+        if base[0].isdigit():
+            base = "_" + base
+        name, i = base, 1
+        while name in self._names:
+            name, i = f"{base}_{i}", i + 1
+        self._names.add(name)
+        return name
+
+
+def _contains_tensor(value: Any) -> bool:
+    if isinstance(value, torch.Tensor):
+        return True
+    if isinstance(value, (tuple, list)):
+        return any(_contains_tensor(v) for v in value)
+    return False
+
+
+def _hashable(value: Any) -> Any:
+    try:
+        hash(value)
+        return value
+    except TypeError:
+        return repr(value)
+
+
+Recorder = Callable[..., Any]

@@ -1,0 +1,87 @@
+"""The symbolic bytecode interpreter: frame in, FX graph + guards + output plan out.
+
+>>> import torch
+>>> def f(x):
+...     return torch.relu(x) + 1
+>>> result = translate(f.__code__, [torch.ones(2)], f.__globals__, __builtins__, None)
+>>> [n.op for n in result.graph_module.graph.nodes]
+['placeholder', 'call_function', 'call_function', 'output']
+"""
+from __future__ import annotations
+
+import builtins as _builtins
+from dataclasses import dataclass, field
+from types import CodeType
+from typing import Any, Callable
+
+import torch
+
+from ..fx import OutputGraph, count_ops
+from ..guards import Guard, grad_mode
+from ..sources import ClosureSource, LocalSource, Source
+from .binding import parameter_names
+from .builder import ROOT_GLOBALS
+from .exc import FullGraphError, Unsupported
+from .output import OutputPlanBuilder
+from .translator import SUPPORTED_OPCODES, InstructionTranslator, LazyArgument
+from .variables.functions import CellVariable
+
+
+@dataclass
+class CaptureResult:
+    """What one translation produced. ``break_reason`` is set (and the graph fields are
+    None) when the frame could not be captured."""
+
+    graph_module: torch.fx.GraphModule | None = None
+    graph_inputs: list[Source] = field(default_factory=list)
+    example_inputs: list[torch.Tensor] = field(default_factory=list)
+    output_plan: Any = None
+    guards: list[Guard] = field(default_factory=list)
+    break_reason: Unsupported | None = None
+    compiled_fn: Callable | None = None
+
+    @property
+    def op_count(self) -> int:
+        return count_ops(self.graph_module.graph) if self.graph_module is not None else 0
+
+
+def translate(code: CodeType, localsplus: list, f_globals: dict, f_builtins: Any,
+              closure: tuple | None, backend: Callable | None = None) -> CaptureResult:
+    """Translate one frame: ``localsplus`` holds the argument values in parameter order.
+
+    With a ``backend``, the graph is compiled and ``compiled_fn`` set. Never raises
+    :class:`Unsupported`: it is returned as ``break_reason``.
+    """
+    if not isinstance(f_builtins, dict):
+        f_builtins = vars(f_builtins) if f_builtins is not None else vars(_builtins)
+    output = OutputGraph()
+    prior_grad = torch.is_grad_enabled()
+    output.add_guard(None, grad_mode(prior_grad))
+    names = parameter_names(code)
+    f_locals = {name: LazyArgument(value, LocalSource(i, name))
+                for i, (name, value) in enumerate(zip(names, localsplus))}
+    cells = {}
+    for i, name in enumerate(code.co_freevars):
+        cell = closure[i] if closure is not None else None
+        cells[name] = CellVariable(real_cell=cell, contents_source=ClosureSource(i, name))
+    try:
+        tx = InstructionTranslator(code, f_locals, cells, f_globals, f_builtins, ROOT_GLOBALS,
+                                   output, root_globals=f_globals)
+        returned = tx.run()
+        plans = OutputPlanBuilder()
+        plan = plans.plan(returned)
+        graph_module = output.finish(plans.nodes)
+    except Unsupported as err:
+        return CaptureResult(break_reason=err)
+    finally:
+        torch._C._set_grad_enabled(prior_grad)
+    result = CaptureResult(graph_module=graph_module,
+                           graph_inputs=[inp.source for inp in output.inputs],
+                           example_inputs=output.example_inputs(), output_plan=plan,
+                           guards=output.guards)
+    if backend is not None:
+        result.compiled_fn = backend(graph_module, result.example_inputs)
+    return result
+
+
+__all__ = ["CaptureResult", "FullGraphError", "SUPPORTED_OPCODES", "Unsupported", "translate"]

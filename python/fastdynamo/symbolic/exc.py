@@ -1,0 +1,44 @@
+"""Errors raised while translating a frame.
+
+:class:`Unsupported` is the single way out of the translator for anything it cannot
+model: an unknown opcode, a data-dependent branch, a call with effects outside the graph.
+The frame then runs as ordinary Python and the reason is recorded (explain, logs).
+
+>>> err = Unsupported("tensor used as a Python bool")
+>>> err.where = [("model.py", 12, "forward")]
+>>> str(err)
+'model.py:12: tensor used as a Python bool'
+"""
+from __future__ import annotations
+
+
+class Unsupported(Exception):
+    """The translator met a construct it does not model; ``where`` is the chain of
+    (filename, lineno, function) from the compiled frame down to the inlined function
+    that held the construct, filled in as the error unwinds through translators."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+        self.where: list[tuple[str, int, str]] = []
+
+    @property
+    def location(self) -> str:
+        """``file:line`` of the innermost frame that held the construct."""
+        if not self.where:
+            return "<unknown>:0"
+        filename, lineno, _ = self.where[-1]
+        return f"{filename}:{lineno}"
+
+    def __str__(self) -> str:
+        return f"{self.location}: {self.reason}"
+
+
+class FullGraphError(RuntimeError):
+    """Raised by ``fastdynamo.compile(..., fullgraph=True)`` when a frame cannot be
+    captured whole; the message names the construct and its ``file:line``."""
+
+
+def unsupported(reason: str) -> Unsupported:
+    """Shorthand used as ``raise unsupported(...)`` so that handlers read as prose."""
+    return Unsupported(reason)

@@ -1,0 +1,15 @@
+"""Opcode handlers, one mixin per family; :class:`InstructionTranslator` combines them.
+
+Every handler is a method named after the CPython 3.11 opcode it implements.
+"""
+from .build import BuildOpcodes
+from .calls import CallOpcodes
+from .context import ContextOpcodes
+from .iteration import IterationOpcodes
+from .jumps import JumpOpcodes
+from .load_store import LoadStoreOpcodes
+from .operators import OperatorOpcodes
+from .stack import StackOpcodes
+
+__all__ = ["BuildOpcodes", "CallOpcodes", "ContextOpcodes", "IterationOpcodes", "JumpOpcodes",
+           "LoadStoreOpcodes", "OperatorOpcodes", "StackOpcodes"]

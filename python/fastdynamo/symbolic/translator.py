@@ -1,0 +1,134 @@
+"""The symbolic instruction loop.
+
+:class:`InstructionTranslator` walks a code object's ``dis`` instructions with a
+symbolic stack and locals of VariableTrackers. Each opcode has one handler method named
+after it (the families live in :mod:`fastdynamo.symbolic.opcodes`); an opcode without
+a handler goes to :meth:`InstructionTranslator.unsupported_opcode`, which records the
+reason. Calls to user functions are inlined by a child translator sharing the same
+:class:`~fastdynamo.fx.OutputGraph`.
+
+>>> sorted(SUPPORTED_OPCODES)[:3]
+['BEFORE_WITH', 'BINARY_OP', 'BINARY_SUBSCR']
+"""
+from __future__ import annotations
+
+import dis
+import inspect
+from types import CodeType
+from typing import Any
+
+from ..fx import OutputGraph
+from .. import config
+from .exc import Unsupported, unsupported
+from .opcodes import (BuildOpcodes, CallOpcodes, ContextOpcodes, IterationOpcodes, JumpOpcodes,
+                      LoadStoreOpcodes, OperatorOpcodes, StackOpcodes)
+from .variables.base import VariableTracker
+from .variables.containers import IteratorVariable
+from .variables.functions import CellVariable
+
+
+class LazyArgument:
+    """An argument of the compiled frame not read yet: wrapped (and guarded) on first
+    load, so unused arguments add no guards."""
+
+    def __init__(self, value: Any, source):
+        self.value = value
+        self.source = source
+
+
+class InstructionTranslator(LoadStoreOpcodes, StackOpcodes, OperatorOpcodes, JumpOpcodes,
+                            CallOpcodes, BuildOpcodes, IterationOpcodes, ContextOpcodes):
+    """Symbolically runs one code object (the compiled frame or an inlined callee)."""
+
+    def __init__(self, code: CodeType, f_locals: dict[str, Any], cells: dict[str, CellVariable],
+                 f_globals: dict, f_builtins: dict, globals_source, output: OutputGraph,
+                 root_globals: dict, depth: int = 0, name: str | None = None):
+        self.code = code
+        self.name = name or code.co_name
+        self.instructions = list(dis.get_instructions(code))
+        self.offset_to_index = {inst.offset: i for i, inst in enumerate(self.instructions)}
+        self.locals: dict[str, Any] = dict(f_locals)
+        self.cells = dict(cells)
+        self.f_globals = f_globals
+        self.f_builtins = f_builtins
+        self.globals_source = globals_source
+        self.output = output
+        self.root_globals = root_globals
+        self.depth = depth
+        self.stack: list[VariableTracker] = []
+        self.kw_names: tuple[str, ...] | None = None
+        self.index = 0
+        self.lineno = code.co_firstlineno
+        self.return_value: VariableTracker | None = None
+        self.is_generator = bool(code.co_flags & inspect.CO_GENERATOR)
+        self.yielded: list[VariableTracker] = []
+
+    # -- the loop -----------------------------------------------------------------
+    def run(self) -> VariableTracker:
+        """Run to ``RETURN_VALUE``; return the symbolic return value."""
+        try:
+            while self.return_value is None:
+                if self.index >= len(self.instructions):
+                    raise unsupported("fell off the end of the bytecode")
+                inst = self.instructions[self.index]
+                self.index += 1
+                if inst.positions is not None and inst.positions.lineno is not None:
+                    self.lineno = inst.positions.lineno
+                handler = _HANDLERS.get(inst.opname)
+                if handler is None:
+                    self.unsupported_opcode(inst)
+                handler(self, inst)
+        except Unsupported as err:
+            err.where.insert(0, (self.code.co_filename, self.lineno, self.name))
+            raise
+        return self.return_value
+
+    def unsupported_opcode(self, inst: dis.Instruction) -> None:
+        """The one place an opcode without a handler ends up."""
+        raise unsupported(f"opcode {inst.opname} is not supported")
+
+    # -- stack helpers ------------------------------------------------------------
+    def push(self, value: VariableTracker) -> None:
+        assert isinstance(value, VariableTracker), value
+        self.stack.append(value)
+
+    def pop(self) -> VariableTracker:
+        return self.stack.pop()
+
+    def popn(self, n: int) -> list[VariableTracker]:
+        if n == 0:
+            return []
+        values = self.stack[-n:]
+        del self.stack[-n:]
+        return values
+
+    def jump(self, inst: dis.Instruction) -> None:
+        self.index = self.offset_to_index[inst.argval]
+
+    # -- inlining -----------------------------------------------------------------
+    def inline_call(self, code: CodeType, bound: dict[str, VariableTracker],
+                    cells: dict[str, CellVariable], f_globals: dict, globals_source,
+                    name: str) -> VariableTracker:
+        """Run ``code`` in a child translator with already-bound arguments."""
+        if self.depth >= config.max_inline_depth:
+            raise unsupported(f"inlining deeper than {config.max_inline_depth} calls ({name})")
+        child = InstructionTranslator(code, bound, cells, f_globals, self.f_builtins, globals_source,
+                                      self.output, self.root_globals, self.depth + 1, name)
+        result = child.run()
+        if child.is_generator:
+            # A generator run to completion: its values, in order, as an iterator.
+            return IteratorVariable(child.yielded)
+        return result
+
+
+def _collect_handlers() -> dict[str, Any]:
+    handlers = {}
+    for name in dis.opmap:
+        method = getattr(InstructionTranslator, name, None)
+        if method is not None:
+            handlers[name] = method
+    return handlers
+
+
+_HANDLERS = _collect_handlers()
+SUPPORTED_OPCODES = frozenset(_HANDLERS)
