@@ -23,6 +23,7 @@ from .analysis import (
 )
 from .assemble import assemble
 from .decode import instructions_from_code
+from .edit import insert_before, redirect
 from .instruction import (
     UNSET,
     ExceptionTableEntry,
@@ -60,11 +61,13 @@ __all__ = [
     "create_push_null",
     "format_code",
     "format_side_by_side",
+    "insert_before",
     "instructions_from_code",
     "jump_targets",
     "live_locals",
     "liveness",
     "max_stack_depth",
     "reachable",
+    "redirect",
     "stack_depths",
 ]
