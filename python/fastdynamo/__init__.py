@@ -18,4 +18,19 @@ if sys.version_info[:2] not in SUPPORTED_PYTHONS:
         f"{sys.version_info.major}.{sys.version_info.minor}"
     )
 
-__all__ = ["__version__"]
+from . import config  # noqa: E402
+from .api import OptimizedModule, compile, disable, reset  # noqa: E402
+from .explain import ExplainOutput, explain  # noqa: E402
+from .symbolic.exc import FullGraphError  # noqa: E402
+
+__all__ = [
+    "ExplainOutput",
+    "FullGraphError",
+    "OptimizedModule",
+    "__version__",
+    "compile",
+    "config",
+    "disable",
+    "explain",
+    "reset",
+]

@@ -12,5 +12,6 @@ recompile_limit: int = 8
 max_inline_depth: int = 32
 # Frames whose file is inside these packages are not compiled on their own (they are
 # still inlined when user code calls them), unless they are the function given to compile().
+# (The standard library is always skipped.)
 skip_packages: tuple[str, ...] = ("torch", "fastdynamo", "hypothesis", "_pytest", "pytest",
-                                  "pluggy", "unittest", "contextlib", "functools", "typing")
+                                  "pluggy", "numpy")

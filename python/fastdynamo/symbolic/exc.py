@@ -27,11 +27,20 @@ class Unsupported(Exception):
         """``file:line`` of the innermost frame that held the construct."""
         if not self.where:
             return "<unknown>:0"
-        filename, lineno, _ = self.where[-1]
+        # Prefer the innermost frame of user code over library internals (torch.nn...).
+        user = [w for w in self.where if not _is_library_file(w[0])]
+        filename, lineno, _ = (user or self.where)[-1]
         return f"{filename}:{lineno}"
 
     def __str__(self) -> str:
         return f"{self.location}: {self.reason}"
+
+
+def _is_library_file(filename: str) -> bool:
+    import os
+
+    parts = filename.split(os.sep)
+    return "torch" in parts and "site-packages" in parts
 
 
 class FullGraphError(RuntimeError):

@@ -1,0 +1,180 @@
+"""The public entry points: compile, disable, reset.
+
+>>> import torch, fastdynamo
+>>> @fastdynamo.compile
+... def f(x):
+...     return torch.sin(x) + 1
+>>> bool((f(torch.zeros(2)) == 1).all())
+True
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+import torch
+
+from ._runtime import native
+from .backends import Backend, lookup_backend
+
+
+def _entry_code(fn: Any):
+    fn = getattr(fn, "__func__", fn)
+    return getattr(fn, "__code__", None)
+
+
+class _CompiledRegion:
+    """Runs a callable with this thread's frame callback set to ``callback``."""
+
+    def __init__(self, callback: Any):
+        self.callback = callback
+
+    def run(self, fn: Callable, args: tuple, kwargs: dict) -> Any:
+        runtime = native()
+        prior = runtime.set_callback(self.callback)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            runtime.set_callback(prior)
+
+
+def _make_callback(backend: str | Backend, fullgraph: bool, entry_codes: set, recorder=None):
+    from .convert_frame import ConvertFrame
+
+    return ConvertFrame(lookup_backend(backend), fullgraph=fullgraph, entry_codes=entry_codes,
+                        recorder=recorder)
+
+
+def compile(fn_or_module: Any = None, *, backend: str | Backend = "eager", fullgraph: bool = False,
+            _recorder: Any = None) -> Any:
+    """Compile a function or an ``nn.Module``; usable as a decorator with or without
+    arguments.
+
+    ``backend`` is a registered name or a callable ``(GraphModule, example_inputs) ->
+    callable``. With ``fullgraph=True`` a frame that cannot be captured whole raises
+    :class:`fastdynamo.FullGraphError` naming the construct and its ``file:line``.
+
+    >>> import torch, fastdynamo
+    >>> @fastdynamo.compile(backend="eager")
+    ... def g(x, y):
+    ...     return x @ y
+    >>> g(torch.eye(2), torch.ones(2, 2)).shape
+    torch.Size([2, 2])
+    """
+    if fn_or_module is None:
+        return functools.partial(compile, backend=backend, fullgraph=fullgraph, _recorder=_recorder)
+    lookup_backend(backend)  # fail early on an unknown name
+    if isinstance(fn_or_module, torch.nn.Module):
+        return OptimizedModule(fn_or_module, backend=backend, fullgraph=fullgraph, recorder=_recorder)
+    if not callable(fn_or_module):
+        raise TypeError(f"fastdynamo.compile expects a function or an nn.Module, got "
+                        f"{type(fn_or_module).__name__}")
+    entry = _entry_code(fn_or_module)
+    region = _CompiledRegion(_make_callback(backend, fullgraph, {entry} if entry else set(), _recorder))
+    fn = fn_or_module
+
+    @functools.wraps(fn)
+    def compiled(*args, **kwargs):
+        return region.run(fn, args, kwargs)
+
+    compiled._fastdynamo_original = fn  # type: ignore[attr-defined]
+    return compiled
+
+
+# Methods that OptimizedModule forwards to the original module, so that its parameters,
+# state_dict, mode and device are the original's.
+_DELEGATED = ("state_dict", "load_state_dict", "parameters", "named_parameters", "buffers",
+              "named_buffers", "children", "named_children", "modules", "named_modules",
+              "zero_grad", "get_submodule", "get_parameter", "get_buffer", "extra_repr",
+              "register_forward_hook", "register_forward_pre_hook")
+_RETURNS_SELF = ("train", "eval", "to", "cpu", "cuda", "float", "double", "half", "bfloat16",
+                 "requires_grad_", "apply", "type")
+
+
+class OptimizedModule(torch.nn.Module):
+    """An ``nn.Module`` whose forward runs compiled; everything else is the original's
+    (``state_dict`` keys, parameters, ``train()``/``eval()``, attributes)."""
+
+    def __init__(self, module: torch.nn.Module, *, backend: str | Backend = "eager",
+                 fullgraph: bool = False, recorder: Any = None):
+        super().__init__()
+        # Not registered as a submodule: state_dict keys must not gain a prefix.
+        object.__setattr__(self, "_orig_mod", module)
+        forward = type(module).forward
+        object.__setattr__(self, "_region", _CompiledRegion(
+            _make_callback(backend, fullgraph, {forward.__code__}, recorder)))
+
+    def __call__(self, *args, **kwargs):
+        return self._region.run(self._orig_mod, args, kwargs)
+
+    def forward(self, *args, **kwargs):
+        return self._region.run(self._orig_mod, args, kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(object.__getattribute__(self, "_orig_mod"), name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._orig_mod, name, value)
+
+    def __repr__(self) -> str:
+        return f"OptimizedModule({self._orig_mod!r})"
+
+    @property
+    def training(self) -> bool:  # type: ignore[override]
+        return self._orig_mod.training
+
+    @training.setter
+    def training(self, mode: bool) -> None:
+        # nn.Module.__init__ sets this before _orig_mod exists; afterwards it is the original's
+        if "_orig_mod" in self.__dict__:
+            self._orig_mod.training = mode
+
+
+def _delegate(name: str, returns_self: bool):
+    def method(self, *args, **kwargs):
+        result = getattr(self._orig_mod, name)(*args, **kwargs)
+        return self if returns_self else result
+
+    method.__name__ = name
+    return method
+
+
+for _name in _DELEGATED:
+    setattr(OptimizedModule, _name, _delegate(_name, False))
+for _name in _RETURNS_SELF:
+    setattr(OptimizedModule, _name, _delegate(_name, True))
+
+
+def disable(fn: Callable) -> Callable:
+    """Run ``fn`` as ordinary Python, always, even when called from compiled code.
+
+    >>> import fastdynamo
+    >>> @fastdynamo.disable
+    ... def log(x):
+    ...     return x
+    >>> log(3)
+    3
+    """
+    @functools.wraps(fn)
+    def disabled(*args, **kwargs):
+        try:
+            runtime = native()
+        except ImportError:
+            return fn(*args, **kwargs)
+        prior = runtime.set_callback(None)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            runtime.set_callback(prior)
+
+    disabled._fastdynamo_disabled = True  # type: ignore[attr-defined]
+    return disabled
+
+
+def reset() -> None:
+    """Drop every compiled entry and skip mark; the next calls compile afresh."""
+    try:
+        runtime = native()
+    except ImportError:
+        return
+    runtime.reset()

@@ -1,0 +1,79 @@
+"""``fastdynamo.explain(fn)(*args, **kwargs)``: what compiling ``fn`` captured, and why
+some frames run as Python.
+
+>>> import torch, fastdynamo
+>>> def f(x):
+...     y = x * 2
+...     print("side effect")
+...     return y
+>>> report = fastdynamo.explain(f)(torch.ones(2))  # doctest: +ELLIPSIS
+side effect
+>>> report.graph_count, report.graph_break_count
+(0, 1)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+from .convert_frame import BreakReason, Recorder
+
+
+@dataclass
+class ExplainOutput:
+    """The graphs, guards and break reasons of one explained call."""
+
+    graphs: list[torch.fx.GraphModule] = field(default_factory=list)
+    guards: list[list[str]] = field(default_factory=list)
+    ops_per_graph: list[int] = field(default_factory=list)
+    break_reasons: list[BreakReason] = field(default_factory=list)
+    compiled_frames: list[str] = field(default_factory=list)
+
+    @property
+    def graph_count(self) -> int:
+        return len(self.graphs)
+
+    @property
+    def graph_break_count(self) -> int:
+        return len(self.break_reasons)
+
+    def __str__(self) -> str:
+        lines = [f"Graph count: {self.graph_count}",
+                 f"Graph break count: {self.graph_break_count}",
+                 f"Op count: {sum(self.ops_per_graph)}"]
+        if self.break_reasons:
+            lines.append("Break reasons:")
+            for i, brk in enumerate(self.break_reasons, 1):
+                lines.append(f"  {i}. {brk.location}: {brk.reason}")
+        for i, (frame, gm, guards, ops) in enumerate(
+                zip(self.compiled_frames, self.graphs, self.guards, self.ops_per_graph), 1):
+            lines.append(f"Graph {i} ({frame}, {ops} ops):")
+            lines.extend("    " + line for line in gm.code.strip().splitlines())
+            lines.append(f"  Guards ({len(guards)}):")
+            lines.extend(f"    {g}" for g in guards)
+        return "\n".join(lines)
+
+
+def explain(fn: Callable) -> Callable[..., ExplainOutput]:
+    """Return a function that runs ``fn`` compiled (from an empty cache) and reports
+    what was captured instead of ``fn``'s result. See the module docstring."""
+    from .api import compile, reset
+
+    def run(*args: Any, **kwargs: Any) -> ExplainOutput:
+        reset()
+        recorder = Recorder()
+        compiled = compile(fn, backend="eager", _recorder=recorder)
+        compiled(*args, **kwargs)
+        report = ExplainOutput(break_reasons=list(recorder.breaks))
+        for capture in recorder.captures:
+            report.graphs.append(capture.result.graph_module)
+            report.guards.append([g.text() for g in capture.result.guards])
+            report.ops_per_graph.append(capture.result.op_count)
+            report.compiled_frames.append(
+                f"{capture.code.co_qualname} at {capture.code.co_filename}:{capture.code.co_firstlineno}")
+        reset()
+        return report
+
+    return run

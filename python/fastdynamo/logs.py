@@ -1,0 +1,70 @@
+"""Opt-in logs: ``FASTDYNAMO_LOGS=graph,guards,bytecode,recompiles,breaks``.
+
+Each enabled kind prints to stderr with a ``[fastdynamo:<kind>]`` header. Change the
+set at runtime with :func:`set_logs`.
+
+>>> set_logs("graph")
+>>> enabled("graph"), enabled("guards")
+(True, False)
+>>> set_logs("")
+"""
+from __future__ import annotations
+
+import dis
+import io
+import itertools
+import os
+import sys
+from types import CodeType
+
+KINDS = ("graph", "guards", "bytecode", "recompiles", "breaks")
+_enabled: set[str] = set()
+
+
+def set_logs(spec: str) -> None:
+    """Enable the comma-separated kinds in ``spec`` (``all`` enables every kind)."""
+    kinds = {k.strip() for k in spec.split(",") if k.strip()}
+    if "all" in kinds:
+        kinds = set(KINDS)
+    unknown = kinds - set(KINDS)
+    if unknown:
+        raise ValueError(f"unknown log kinds {sorted(unknown)}; known: {', '.join(KINDS)}")
+    _enabled.clear()
+    _enabled.update(kinds)
+
+
+def enabled(kind: str) -> bool:
+    return kind in _enabled
+
+
+def emit(kind: str, title: str, body: str = "") -> None:
+    """Print one log record if ``kind`` is enabled."""
+    if kind not in _enabled:
+        return
+    text = f"[fastdynamo:{kind}] {title}\n"
+    if body:
+        text += body.rstrip("\n") + "\n"
+    sys.stderr.write(text)
+
+
+def side_by_side(original: CodeType, transformed: CodeType) -> str:
+    """The disassembly of two code objects in two columns."""
+    left = _disassembly(original)
+    right = _disassembly(transformed)
+    width = max((len(line) for line in left), default=0) + 2
+    rows = [f"{'ORIGINAL'.ljust(width)}| TRANSFORMED", f"{'-' * width}+{'-' * 40}"]
+    for a, b in itertools.zip_longest(left, right, fillvalue=""):
+        rows.append(f"{a.ljust(width)}| {b}")
+    return "\n".join(rows)
+
+
+def _disassembly(code: CodeType) -> list[str]:
+    out = io.StringIO()
+    dis.dis(code, file=out, depth=0)
+    return [line for line in out.getvalue().splitlines() if line.strip()]
+
+
+try:
+    set_logs(os.environ.get("FASTDYNAMO_LOGS", ""))
+except ValueError as _err:  # a typo in the environment must not break import
+    sys.stderr.write(f"[fastdynamo] FASTDYNAMO_LOGS ignored: {_err}\n")
