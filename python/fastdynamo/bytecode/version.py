@@ -39,7 +39,8 @@ LOCAL_OPNAMES: frozenset[str] = frozenset(OPNAME[op] for op in dis.haslocal)
 FREE_OPNAMES: frozenset[str] = frozenset(OPNAME[op] for op in dis.hasfree)
 COMPARE_OPNAMES: frozenset[str] = frozenset(OPNAME[op] for op in dis.hascompare)
 
-UNCONDITIONAL_JUMP_OPNAMES = frozenset({"JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT"})
+UNCONDITIONAL_JUMP_OPNAMES = frozenset(
+    {"JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT"})
 # Instructions after which control never falls through to the next instruction.
 TERMINATOR_OPNAMES = UNCONDITIONAL_JUMP_OPNAMES | {"RETURN_VALUE", "RAISE_VARARGS", "RERAISE"}
 
@@ -68,9 +69,6 @@ MUST_BE_FOLLOWED_BY = {"PRECALL": "CALL"}
 
 # LOAD_GLOBAL's low argument bit asks it to push NULL before the value (3.11+).
 LOAD_GLOBAL_NULL_BIT_OPNAMES = frozenset({"LOAD_GLOBAL"})
-
-# Opcodes of the code-object prelude, run before RESUME.
-PRELUDE_OPNAMES = frozenset({"MAKE_CELL", "COPY_FREE_VARS", "RETURN_GENERATOR", "POP_TOP"})
 
 # Flags that make a code object a generator or coroutine of some kind.
 GENERATOR_FLAGS = (
