@@ -71,6 +71,12 @@ fn _set_passthrough_evaluator(py: Python<'_>, enabled: bool) {
     hook::set_passthrough(py, enabled);
 }
 
+/// Benches and tests: frames the pass-through evaluator has evaluated so far.
+#[pyfunction]
+fn _passthrough_frames() -> usize {
+    hook::passthrough_frames()
+}
+
 pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = module.py();
     code_extra::init(py)?;
@@ -85,6 +91,7 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(get_recompile_limit, module)?)?;
     module.add_function(wrap_pyfunction!(installed_evaluator, module)?)?;
     module.add_function(wrap_pyfunction!(_set_passthrough_evaluator, module)?)?;
+    module.add_function(wrap_pyfunction!(_passthrough_frames, module)?)?;
     module.add_class::<CacheEntry>()?;
     module.add_class::<Frame>()?;
     crate::guards::register(module)?;

@@ -98,11 +98,19 @@ pub fn run_default(frame: FrameRef<'_>, throwflag: bool) -> *mut PyObject {
     unsafe { previous_evaluator()(pyo3::ffi::PyThreadState_Get(), frame.raw(), c_int::from(throwflag)) }
 }
 
+/// Frames the pass-through evaluator has seen (lets tests observe chaining).
+static PASSTHROUGH_FRAMES: AtomicUsize = AtomicUsize::new(0);
+
+pub fn passthrough_frames() -> usize {
+    PASSTHROUGH_FRAMES.load(Ordering::Relaxed)
+}
+
 unsafe extern "C" fn passthrough_eval_frame(
     tstate: *mut PyThreadState,
     frame: *mut c_void,
     throwflag: c_int,
 ) -> *mut PyObject {
+    PASSTHROUGH_FRAMES.store(PASSTHROUGH_FRAMES.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
     // SAFETY: forwarding CPython's own arguments to its default evaluator.
     unsafe { fd_default_eval_frame()(tstate, frame, throwflag) }
 }
