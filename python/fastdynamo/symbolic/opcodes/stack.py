@@ -11,6 +11,9 @@ class StackOpcodes:
     def RESUME(self, inst):
         pass
 
+    def EXTENDED_ARG(self, inst):
+        pass  # dis already folds its bits into the next instruction's arg
+
     def PRECALL(self, inst):
         pass  # 3.11 specialisation hook: nothing to do symbolically
 

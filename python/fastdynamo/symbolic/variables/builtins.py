@@ -194,6 +194,15 @@ def _reversed(tx, value):
     return IteratorVariable(list(reversed(value.unpack_var_sequence(tx))))
 
 
+@handles(sorted)
+def _sorted(tx, iterable, **kwargs):
+    if any(not v.is_python_constant() for v in kwargs.values()):
+        raise unsupported("sorted() with a symbolic key")
+    values = [item.as_python_constant() for item in iterable.unpack_var_sequence(tx)]
+    return ListVariable([wrap_constant_result(v) for v in
+                         sorted(values, **{k: v.as_python_constant() for k, v in kwargs.items()})])
+
+
 @handles(list)
 def _list(tx, iterable=None):
     return ListVariable(iterable.unpack_var_sequence(tx) if iterable is not None else [])

@@ -1,0 +1,113 @@
+"""Helpers for capture tests: translate a function, build its transformed code and run
+it the way the native runtime does (``FunctionType(code, globals, name, None,
+closure)`` with the frame's argument values), then compare with eager."""
+from __future__ import annotations
+
+import inspect
+import itertools
+import types
+
+import torch
+
+from fastdynamo.backends import lookup_backend
+from fastdynamo.codegen import transformed_code
+from fastdynamo.sources import resolve
+from fastdynamo.symbolic import translate
+from fastdynamo.symbolic.binding import parameter_names
+
+_counter = itertools.count()
+
+
+def localsplus_for(fn, args, kwargs):
+    """Argument values in localsplus order (what the hook hands the callback)."""
+    sig = inspect.signature(fn)
+    bound = sig.bind(*args, **kwargs)
+    bound.apply_defaults()
+    return [bound.arguments[name] if name in bound.arguments else () for name in parameter_names(fn.__code__)]
+
+
+def capture(fn, *args, **kwargs):
+    """Translate ``fn`` for these arguments; returns (CaptureResult, callable that runs
+    the transformed code like the hook does)."""
+    fn = getattr(fn, "__func__", fn)
+    localsplus = localsplus_for(fn, args, kwargs)
+    result = translate(fn.__code__, localsplus, fn.__globals__, fn.__globals__.get("__builtins__", __builtins__),
+                       fn.__closure__, lookup_backend("eager"))
+    if result.break_reason is not None:
+        return result, None
+    name = f"__test_compiled_fn_{next(_counter)}"
+    fn.__globals__[name] = result.compiled_fn
+    code = transformed_code(fn.__code__, compiled_fn_name=name, graph_inputs=result.graph_inputs,
+                            output=result.output_plan)
+    new_fn = types.FunctionType(code, fn.__globals__, fn.__name__, None, fn.__closure__)
+    return result, lambda *a, **k: _call_with_localsplus(new_fn, fn, a, k)
+
+
+def _call_with_localsplus(new_fn, fn, args, kwargs):
+    # The hook passes every argument explicitly (the transformed function has no defaults).
+    sig = inspect.signature(fn)
+    bound = sig.bind(*args, **kwargs)
+    bound.apply_defaults()
+    return new_fn(*bound.args, **bound.kwargs)
+
+
+def guards_pass(result, fn, *args, **kwargs) -> bool:
+    """Evaluate the captured guards in Python against new arguments."""
+    fn = getattr(fn, "__func__", fn)
+    localsplus = localsplus_for(fn, args, kwargs)
+    builtins_dict = __builtins__ if isinstance(__builtins__, dict) else vars(__builtins__)
+    for guard in result.guards:
+        kind, *rest = guard.check
+        if guard.source is None:
+            if kind == "grad_mode" and torch.is_grad_enabled() != rest[0]:
+                return False
+            continue
+        try:
+            value = resolve(guard.source, localsplus, fn.__globals__, builtins_dict, fn.__closure__)
+        except Exception:
+            return False
+        if kind == "equals" and not (type(value) is type(rest[0]) and value == rest[0]):
+            return False
+        if kind == "id_is" and value is not rest[0]:
+            return False
+        if kind == "type_is" and type(value) is not rest[0]:
+            return False
+        if kind == "len_is" and len(value) != rest[0]:
+            return False
+        if kind == "tensor":
+            t, sizes, strides = rest
+            if (type(value) is not type(t) or value.dtype != t.dtype or tuple(value.shape) != tuple(sizes)
+                    or value.requires_grad != t.requires_grad):
+                return False
+    return True
+
+
+def assert_same(actual, expected, rtol=1e-5, atol=1e-5):
+    """Values, shapes, dtypes and structure are equal."""
+    assert type(actual) is type(expected), (type(actual), type(expected))
+    if isinstance(expected, torch.Tensor):
+        assert actual.shape == expected.shape, (actual.shape, expected.shape)
+        assert actual.dtype == expected.dtype, (actual.dtype, expected.dtype)
+        assert actual.requires_grad == expected.requires_grad
+        torch.testing.assert_close(actual, expected, rtol=rtol, atol=atol, equal_nan=True)
+    elif isinstance(expected, (tuple, list)):
+        assert len(actual) == len(expected)
+        for a, e in zip(actual, expected):
+            assert_same(a, e, rtol, atol)
+    elif isinstance(expected, dict):
+        assert list(actual) == list(expected)
+        for k in expected:
+            assert_same(actual[k], expected[k], rtol, atol)
+    else:
+        assert actual == expected
+
+
+def check_capture(fn, *args, **kwargs):
+    """Capture ``fn``, run the transformed code and compare with eager; returns the
+    CaptureResult."""
+    result, run = capture(fn, *args, **kwargs)
+    assert result.break_reason is None, str(result.break_reason)
+    result.graph_module.graph.lint()
+    expected = fn(*args, **kwargs)
+    assert_same(run(*args, **kwargs), expected)
+    return result
