@@ -9,6 +9,7 @@ use crate::guards::GuardSet;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use pyo3::{intern, Borrowed};
+use std::cell::Cell;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -67,7 +68,8 @@ pub fn unregister(code_address: usize) {
 /// State attached to one code object through `co_extra`.
 pub struct CodeState {
     code_address: usize,
-    action: GilCell<Action>,
+    /// Read on every frame: a plain cell (CodeState is only reached with the GIL held).
+    action: Cell<Action>,
     /// Most recently used first.
     entries: GilCell<Vec<Py<CacheEntry>>>,
     /// Whether this code is some entry's transformed code (stays skipped across reset).
@@ -79,7 +81,7 @@ impl CodeState {
     pub fn new(code_address: usize) -> Self {
         Self {
             code_address,
-            action: GilCell::new(Action::Default),
+            action: Cell::new(Action::Default),
             entries: GilCell::new(Vec::new()),
             transformed: GilCell::new(false),
             limit_warned: GilCell::new(false),
@@ -91,14 +93,12 @@ impl CodeState {
     }
 
     #[inline]
-    pub fn action(&self, py: Python<'_>) -> Action {
-        self.action.try_borrow(py).map_or(Action::Default, |a| *a)
+    pub fn action(&self, _py: Python<'_>) -> Action {
+        self.action.get()
     }
 
-    pub fn set_action(&self, py: Python<'_>, action: Action) {
-        if let Some(mut slot) = self.action.try_borrow_mut(py) {
-            *slot = action;
-        }
+    pub fn set_action(&self, _py: Python<'_>, action: Action) {
+        self.action.set(action);
     }
 
     pub fn mark_transformed(&self, py: Python<'_>) {

@@ -27,8 +27,21 @@ enum Callback {
 
 thread_local! {
     static CALLBACK: RefCell<Callback> = const { RefCell::new(Callback::Off) };
-    /// >0 while the runtime runs its own Python (callback, guards, recursive skips).
-    static SUSPENDED: Cell<u32> = const { Cell::new(0) };
+    /// What the hook reads on every frame, in one const-initialised cell (no lazy
+    /// initialisation or destructor check): the mode in the low two bits, and above them
+    /// how deep the runtime is in its own Python (callback, guards, recursive skips).
+    static FAST_STATE: Cell<u32> = const { Cell::new(0) };
+}
+
+const MODE_BITS: u32 = 0b11;
+const SUSPEND_STEP: u32 = 0b100;
+
+fn mode_bits(callback: &Callback) -> u32 {
+    match callback {
+        Callback::Off => 0,
+        Callback::RunOnly => 1,
+        Callback::Compile(_) => 2,
+    }
 }
 
 /// Threads whose callback is not `None`; the evaluator is installed while this is >0.
@@ -37,14 +50,11 @@ static ACTIVE_THREADS: AtomicUsize = AtomicUsize::new(0);
 /// This thread's mode, as the hook sees it.
 #[inline]
 pub fn mode() -> Mode {
-    if SUSPENDED.with(Cell::get) > 0 {
-        return Mode::Off;
+    match FAST_STATE.with(Cell::get) {
+        1 => Mode::RunOnly,
+        2 => Mode::Compile,
+        _ => Mode::Off, // off, or suspended (any bit above MODE_BITS)
     }
-    CALLBACK.with(|cb| match *cb.borrow() {
-        Callback::Off => Mode::Off,
-        Callback::RunOnly => Mode::RunOnly,
-        Callback::Compile(_) => Mode::Compile,
-    })
 }
 
 /// The compile callback, if this thread has one.
@@ -60,12 +70,12 @@ pub struct Suspended(());
 
 impl Drop for Suspended {
     fn drop(&mut self) {
-        SUSPENDED.with(|s| s.set(s.get() - 1));
+        FAST_STATE.with(|s| s.set(s.get() - SUSPEND_STEP));
     }
 }
 
 pub fn suspend() -> Suspended {
-    SUSPENDED.with(|s| s.set(s.get() + 1));
+    FAST_STATE.with(|s| s.set(s.get() + SUSPEND_STEP));
     Suspended(())
 }
 
@@ -101,6 +111,8 @@ fn to_python(py: Python<'_>, callback: Callback) -> Py<PyAny> {
 pub fn set_callback(py: Python<'_>, callback: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
     let new = parse(callback)?;
     let turning_on = !matches!(new, Callback::Off);
+    let bits = mode_bits(&new);
+    FAST_STATE.with(|s| s.set((s.get() & !MODE_BITS) | bits));
     let previous = CALLBACK.with(|cb| std::mem::replace(&mut *cb.borrow_mut(), new));
     let was_on = !matches!(previous, Callback::Off);
     if turning_on && !was_on && ACTIVE_THREADS.fetch_add(1, Ordering::Relaxed) == 0 {

@@ -14,19 +14,26 @@ extern "C" {
     fn fd_get_eval_frame() -> EvalFn;
     fn fd_set_eval_frame(eval: EvalFn);
     fn fd_default_eval_frame() -> EvalFn;
+    fn _PyEval_EvalFrameDefault(tstate: *mut PyThreadState, frame: *mut c_void, throwflag: c_int) -> *mut PyObject;
 }
 
-/// The evaluator that was installed before ours (0: CPython's default). Read on every
-/// frame we hand back, so it is an atomic rather than a lock.
+/// The evaluator that was installed before ours (CPython's default when 0). Read on
+/// every frame we hand back, so it is an atomic rather than a lock.
 static PREVIOUS: AtomicUsize = AtomicUsize::new(0);
 
+#[inline]
 fn previous_evaluator() -> EvalFn {
     match PREVIOUS.load(Ordering::Relaxed) {
-        // SAFETY: returns a function pointer with no side effects.
-        0 => unsafe { fd_default_eval_frame() },
+        0 => default_evaluator(),
         // SAFETY: non-zero values are EvalFn pointers stored by `install`.
         address => unsafe { std::mem::transmute::<usize, EvalFn>(address) },
     }
+}
+
+#[inline]
+fn default_evaluator() -> EvalFn {
+    // Without LTO across the C shim, taking the address directly avoids a call per frame.
+    _PyEval_EvalFrameDefault
 }
 
 /// Which evaluator a frame is handed to.
@@ -63,7 +70,8 @@ pub fn install(py: Python<'_>) {
     unsafe {
         let current = fd_get_eval_frame();
         let default = fd_default_eval_frame();
-        PREVIOUS.store(if current as usize == default as usize { 0 } else { current as usize }, Ordering::Relaxed);
+        let previous = if current as usize == default as usize { default_evaluator() } else { current };
+        PREVIOUS.store(previous as usize, Ordering::Relaxed);
         fd_set_eval_frame(fastdynamo_eval_frame);
     }
 }
@@ -91,13 +99,6 @@ pub fn set_passthrough(py: Python<'_>, enabled: bool) {
     }
 }
 
-/// Hands a frame to the previous evaluator (normally CPython's own).
-pub fn run_default(frame: FrameRef<'_>, throwflag: bool) -> *mut PyObject {
-    // SAFETY: the frame is live and un-evaluated (or thrown into), exactly what an
-    // evaluator expects; the thread state is the current one.
-    unsafe { previous_evaluator()(pyo3::ffi::PyThreadState_Get(), frame.raw(), c_int::from(throwflag)) }
-}
-
 /// Frames the pass-through evaluator has seen (lets tests observe chaining).
 static PASSTHROUGH_FRAMES: AtomicUsize = AtomicUsize::new(0);
 
@@ -112,7 +113,7 @@ unsafe extern "C" fn passthrough_eval_frame(
 ) -> *mut PyObject {
     PASSTHROUGH_FRAMES.store(PASSTHROUGH_FRAMES.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
     // SAFETY: forwarding CPython's own arguments to its default evaluator.
-    unsafe { fd_default_eval_frame()(tstate, frame, throwflag) }
+    unsafe { _PyEval_EvalFrameDefault(tstate, frame, throwflag) }
 }
 
 unsafe extern "C" fn fastdynamo_eval_frame(

@@ -1,0 +1,159 @@
+"""Side-by-side runtime benchmarks: ratios measured in one run.
+
+    PYTHONPATH=python python benches/compare.py [--quick]
+
+Sections:
+  hook      per-call cost of a tiny Python function: no evaluator, a pass-through
+            evaluator (the floor of any PEP 523 hook), fastdynamo with the frame marked
+            skipped, and torch.compile's runtime in run-only mode.
+  dispatch  a cache hit with 1, 8 and 64 tensor arguments (hook + guards + dispatch),
+            against calling the transformed function directly.
+  guards    guard evaluation per tensor, timed inside Rust.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+
+import torch  # noqa: E402
+
+from fastdynamo import guards as g  # noqa: E402
+from fastdynamo._runtime import native  # noqa: E402
+from fastdynamo.sources import LocalSource  # noqa: E402
+
+N = native()
+
+
+def tiny(x):
+    return x
+
+
+def call_loop(fn, arg, n):
+    start = time.perf_counter_ns()
+    for _ in range(n):
+        fn(arg)
+    return (time.perf_counter_ns() - start) / n
+
+
+def best_of(configs, n, repeats):
+    """Runs every config `repeats` times, interleaved, and keeps each one's best."""
+    best = {name: float("inf") for name in configs}
+    for _ in range(repeats):
+        for name, (enter, exit_, fn) in configs.items():
+            enter()
+            try:
+                best[name] = min(best[name], call_loop(fn, 1, n))
+            finally:
+                exit_()
+    return best
+
+
+def nothing():
+    pass
+
+
+def torch_compile_run_only():
+    """torch.compile's evaluator in run-only mode (its cheapest interception)."""
+    try:
+        from torch._C._dynamo.eval_frame import set_eval_frame
+
+        return (lambda: set_eval_frame(False), lambda: set_eval_frame(None))
+    except Exception:  # noqa: BLE001 - report what this torch offers
+        return None
+
+
+def bench_hook(n, repeats):
+    N.set_code_action(tiny.__code__, N.SKIP)
+    configs = {
+        "no evaluator": (nothing, nothing, tiny),
+        "pass-through": (lambda: N._set_passthrough_evaluator(True), lambda: N._set_passthrough_evaluator(False), tiny),
+        "fastdynamo, skipped": (lambda: N.set_callback(False), lambda: N.set_callback(None), tiny),
+    }
+    dynamo = torch_compile_run_only()
+    if dynamo:
+        configs["torch.compile run-only"] = (*dynamo, tiny)
+    best = best_of(configs, n, repeats)
+    base = best["no evaluator"]
+    floor = best["pass-through"] - base
+    print("\n## Per-call hook cost (tiny Python function)")
+    print(f"{'evaluator':<26}{'ns/call':>10}{'overhead ns':>13}{'x floor':>9}")
+    for name, ns in best.items():
+        over = ns - base
+        ratio = "" if name == "no evaluator" else f"{over / floor:9.2f}"
+        print(f"{name:<26}{ns:10.1f}{over:13.1f}{ratio}")
+    N.reset()
+    return best
+
+
+def make_function(count):
+    params = ", ".join(f"t{i}" for i in range(count))
+    namespace = {}
+    exec(f"def original({params}):\n    return t0\n", namespace)
+    exec(f"def transformed({params}):\n    return t0\n", namespace)
+    return namespace["original"], namespace["transformed"]
+
+
+def bench_dispatch(n, repeats):
+    print("\n## Cache-hit dispatch (hook + guards + call of the transformed code)")
+    print(f"{'tensors':>8}{'hit ns':>10}{'direct ns':>11}{'overhead ns':>13}")
+    results = {}
+    for count in (1, 8, 64):
+        tensors = [torch.randn(8) for _ in range(count)]
+        original, transformed = make_function(count)
+        guards = [g.Guard(LocalSource(i, f"t{i}"), g.tensor_match(t)) for i, t in enumerate(tensors)]
+        entry = N.CacheEntry(g.compile_guards(guards), transformed.__code__)
+        N.set_callback(lambda frame, e=entry: e if frame.f_code is original.__code__ else None)
+        original(*tensors)
+        N.set_callback(False)
+        hit, direct = [], []
+        for _ in range(repeats):
+            start = time.perf_counter_ns()
+            for _ in range(n):
+                original(*tensors)
+            hit.append((time.perf_counter_ns() - start) / n)
+            N.set_callback(None)
+            start = time.perf_counter_ns()
+            for _ in range(n):
+                transformed(*tensors)
+            direct.append((time.perf_counter_ns() - start) / n)
+            N.set_callback(False)
+        N.set_callback(None)
+        assert N.cache_entries(original.__code__)[0].hits >= n * repeats
+        results[count] = (min(hit), min(direct))
+        print(f"{count:>8}{min(hit):10.1f}{min(direct):11.1f}{min(hit) - min(direct):13.1f}")
+    N.reset()
+    return results
+
+
+def bench_guards(n, repeats):
+    print("\n## Guard evaluation (timed in Rust)")
+    count = 64
+    tensors = [torch.randn(4, 8) for _ in range(count)]
+    code = make_function(count)[0].__code__
+    frame = N.Frame(code, tensors, globals())
+    guard_set = g.compile_guards(g.Guard(LocalSource(i, f"t{i}"), g.tensor_match(t)) for i, t in enumerate(tensors))
+    assert guard_set.check(frame)
+    per_tensor = min(guard_set.time_check(frame, n) / n / count for _ in range(repeats))
+    print(f"tensor guard: {per_tensor:.1f} ns per tensor ({count} tensors, 2-d)")
+    return per_tensor
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="fewer iterations (smoke run)")
+    args = parser.parse_args()
+    n, repeats = (20_000, 3) if args.quick else (400_000, 7)
+    print(f"# fastdynamo runtime benchmarks (python {sys.version.split()[0]}, torch {torch.__version__})")
+    bench_hook(n, repeats)
+    bench_dispatch(n // 4, repeats)
+    bench_guards(max(n // 40, 1000), repeats)
+    print(f"\nmedian of nothing: {statistics.median([1])}" if False else "")
+
+
+if __name__ == "__main__":
+    main()
