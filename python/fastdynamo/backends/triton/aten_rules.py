@@ -1,0 +1,334 @@
+"""ATen op -> kernel IR: one table row per op (packet or overload).
+
+Pointwise ops share one generic lowering parameterised by the IR op name; views
+and reductions have their own. A rule raises :class:`NoLowering` when a particular
+call is outside what it expresses exactly, and the op then runs as an extern.
+
+>>> torch.ops.aten.exp in LOWERINGS and torch.ops.aten.mm not in LOWERINGS
+True
+"""
+from __future__ import annotations
+
+import math
+from functools import partial
+
+import torch
+
+from . import views
+from .indexing import add, mul
+from .ir import Constant, IndexValue, Op, PointwiseNode, ReductionNode
+from .views import TensorValue
+
+aten = torch.ops.aten
+prims = torch.ops.prims
+
+
+class NoLowering(Exception):
+    """This call has no exact lowering; run it as an extern."""
+
+
+_COMPARISONS = {"eq", "ne", "lt", "le", "gt", "ge", "isnan"}
+_LOGICAL = {"logical_and", "logical_or", "logical_xor", "logical_not"}
+
+
+def _scalar_dtype(value) -> torch.dtype:
+    if isinstance(value, bool):
+        return torch.bool
+    return torch.int64 if isinstance(value, int) else torch.float32
+
+
+def _promoted(args) -> torch.dtype:
+    """ATen's result type of a binary op over tensor values and Python scalars."""
+    probes = [
+        torch.empty((1,) if a.shape else (), dtype=a.dtype, device="meta") if isinstance(a, TensorValue) else a
+        for a in args
+    ]
+    if len(probes) == 1:
+        return probes[0].dtype if isinstance(probes[0], torch.Tensor) else _scalar_dtype(probes[0])
+    if len(probes) != 2:
+        raise NoLowering("comparison with more than two operands")
+    return torch.result_type(probes[0], probes[1])
+
+
+def pointwise_node(lowering, meta: torch.Tensor, build) -> TensorValue:
+    """Add a pointwise node whose body is ``build(load, vars)``; ``load(value)`` gives
+    an operand (tensor or scalar) at the node's index, broadcast as ATen does."""
+    shape = tuple(meta.shape)
+    index_vars = lowering.fresh_vars(shape)
+
+    def operand(value, dtype=None):
+        if isinstance(value, TensorValue):
+            return value.load(views.broadcast_index(index_vars, shape, value.shape))
+        if isinstance(value, (bool, int, float)):
+            return Constant(value, dtype or _scalar_dtype(value))
+        raise NoLowering(f"operand {type(value).__name__}")
+
+    body = build(operand, index_vars)
+    name = lowering.fresh_name()
+    lowering.graph.add(PointwiseNode(name, shape, meta.dtype, index_vars, body, tuple(meta.stride())))
+    return TensorValue.of_buffer(name, shape, meta.dtype)
+
+
+def _operand_dtype(op_name: str, result: torch.dtype, args) -> torch.dtype:
+    if op_name in _COMPARISONS:
+        return _promoted(args)
+    if op_name in _LOGICAL:
+        return torch.bool
+    return result
+
+
+def lower_pointwise(op_name: str, lowering, node, meta, *args, **kwargs) -> TensorValue:
+    if kwargs:
+        raise NoLowering(f"{op_name} with {sorted(kwargs)}")
+    operand_dtype = _operand_dtype(op_name, meta.dtype, args)
+
+    def build(operand, _vars):
+        return Op(op_name, tuple(operand(a, operand_dtype) for a in args), meta.dtype, operand_dtype)
+
+    return pointwise_node(lowering, meta, build)
+
+
+def lower_add_sub(op_name: str, lowering, node, meta, left, right, alpha=1) -> TensorValue:
+    def build(operand, _vars):
+        scaled = operand(right, meta.dtype)
+        if alpha != 1:
+            scaled = Op("mul", (scaled, Constant(alpha, meta.dtype)), meta.dtype, meta.dtype)
+        return Op(op_name, (operand(left, meta.dtype), scaled), meta.dtype, meta.dtype)
+
+    return pointwise_node(lowering, meta, build)
+
+
+def lower_div(lowering, node, meta, left, right, rounding_mode=None) -> TensorValue:
+    if rounding_mode is not None or not meta.dtype.is_floating_point:
+        raise NoLowering("division with rounding")
+    return lower_pointwise("truediv", lowering, node, meta, left, right)
+
+
+def lower_where(lowering, node, meta, condition, left, right) -> TensorValue:
+    def build(operand, _vars):
+        return Op("where", (operand(condition, torch.bool), operand(left, meta.dtype), operand(right, meta.dtype)),
+                  meta.dtype, meta.dtype)
+
+    return pointwise_node(lowering, meta, build)
+
+
+def lower_clamp(lowering, node, meta, value, low=None, high=None) -> TensorValue:
+    def build(operand, _vars):
+        body = operand(value, meta.dtype)
+        if low is not None:
+            body = Op("clamp_min", (body, operand(low, meta.dtype)), meta.dtype, meta.dtype)
+        if high is not None:
+            body = Op("clamp_max", (body, operand(high, meta.dtype)), meta.dtype, meta.dtype)
+        return body
+
+    return pointwise_node(lowering, meta, build)
+
+
+# x ** e for the exponents that have an exact Triton spelling.
+_POW_RULES = {1: (), 2: ("mul",), 3: ("mul", "mul"), 4: ("mul", "mul", "mul"), 0.5: ("sqrt",),
+              -0.5: ("rsqrt",), -1: ("reciprocal",)}
+
+
+def lower_pow_scalar(lowering, node, meta, base, exponent) -> TensorValue:
+    if isinstance(exponent, bool) or not isinstance(exponent, (int, float)) or exponent not in _POW_RULES:
+        raise NoLowering(f"pow with exponent {exponent}")
+    if not meta.dtype.is_floating_point and exponent not in (1, 2, 3, 4):
+        raise NoLowering("integer pow with a fractional exponent")
+    steps = _POW_RULES[exponent]
+
+    def build(operand, _vars):
+        x = operand(base, meta.dtype)
+        if steps and steps[0] in ("sqrt", "rsqrt", "reciprocal"):
+            return Op(steps[0], (x,), meta.dtype, meta.dtype)
+        body = x if steps else Op("identity", (x,), meta.dtype, meta.dtype)
+        for _ in steps:
+            body = Op("mul", (body, x), meta.dtype, meta.dtype)
+        return body
+
+    return pointwise_node(lowering, meta, build)
+
+
+def lower_cast(lowering, node, meta, value, dtype=None, **kwargs) -> TensorValue:
+    device = kwargs.pop("device", None)
+    kwargs.pop("memory_format", None)
+    kwargs.pop("layout", None)
+    kwargs.pop("pin_memory", None)
+    kwargs.pop("non_blocking", None)
+    if kwargs or (device is not None and torch.device(device) != meta.device):
+        raise NoLowering("copy to another device")
+    if not isinstance(value, TensorValue):
+        raise NoLowering("cast of a non-tensor")
+
+    def build(operand, _vars):
+        x = operand(value)
+        if meta.dtype == value.dtype:
+            return Op("identity", (x,), meta.dtype, meta.dtype)
+        return Op("cast", (x,), meta.dtype, None, (meta.dtype,))
+
+    return pointwise_node(lowering, meta, build)
+
+
+def lower_clone(lowering, node, meta, value, memory_format=None) -> TensorValue:
+    return lower_cast(lowering, node, meta, value)
+
+
+def lower_fill(lowering, node, meta, *args, **kwargs) -> TensorValue:
+    """full / full_like / fill / scalar_tensor: a constant of the result's shape."""
+    value = args[0] if node.target is aten.scalar_tensor.default else args[1]
+    if not isinstance(value, (bool, int, float)):
+        raise NoLowering("fill with a tensor value")
+    return pointwise_node(lowering, meta, lambda operand, _vars: Constant(value, meta.dtype))
+
+
+def lower_iota(lowering, node, meta, length, *, start, step, **_ignored) -> TensorValue:
+    if start < 0 or step <= 0 or not isinstance(start, int) or not isinstance(step, int):
+        raise NoLowering("iota with a negative start or step")
+    return pointwise_node(lowering, meta, lambda operand, index_vars: IndexValue(add(mul(index_vars[0], step), start), meta.dtype))
+
+
+def lower_reduction(reduction_type: str, lowering, node, meta, value, dims=None, keepdim=False, **kwargs) -> TensorValue:
+    kwargs.pop("dtype", None)
+    if kwargs or not isinstance(value, TensorValue):
+        raise NoLowering("reduction with unexpected arguments")
+    rank = len(value.shape)
+    # ATen reads an empty dim list as "all dims" for sum and amax/amin.
+    if dims is None or (isinstance(dims, (list, tuple)) and len(dims) == 0):
+        reduced = tuple(range(rank))
+    else:
+        dims = [dims] if isinstance(dims, int) else dims
+        reduced = tuple(sorted({d % max(rank, 1) for d in dims})) if rank else ()
+    full_shape = value.shape
+    index_vars = lowering.fresh_vars(full_shape)
+    name = lowering.fresh_name()
+    body = value.load(index_vars)
+    lowering.graph.add(ReductionNode(name, tuple(meta.shape), meta.dtype, full_shape, reduced, reduction_type,
+                                     index_vars, body, tuple(meta.stride())))
+    return TensorValue.of_buffer(name, tuple(meta.shape), meta.dtype)
+
+
+def lower_prims_sum(lowering, node, meta, value, dims, **kwargs) -> TensorValue:
+    if not dims:
+        raise NoLowering("prims.sum over no dims")
+    return lower_reduction("sum", lowering, node, meta, value, dims, False, **kwargs)
+
+
+def lower_total(reduction_type: str, lowering, node, meta, value, dtype=None) -> TensorValue:
+    return lower_reduction(reduction_type, lowering, node, meta, value, None, False)
+
+
+def lower_arg_reduction(reduction_type: str, lowering, node, meta, value, dim=None, keepdim=False) -> TensorValue:
+    if dim is None and len(value.shape) > 1 and keepdim:
+        raise NoLowering("argmax over all dims with keepdim")
+    return lower_reduction(reduction_type, lowering, node, meta, value, dim, keepdim)
+
+
+# ---- views ---------------------------------------------------------------------------
+
+def _call(node) -> tuple:
+    return (node.target, tuple(node.args[1:]), dict(node.kwargs))
+
+
+def lower_view(lowering, node, meta, value, *args, **kwargs) -> TensorValue:
+    return views.reshape(value, tuple(meta.shape), _call(node))
+
+
+def lower_permute(lowering, node, meta, value, dims) -> TensorValue:
+    return views.permute(value, dims, node.target, tuple(node.args[1:]))
+
+
+def lower_transpose(lowering, node, meta, value, dim0=0, dim1=1) -> TensorValue:
+    dims = list(range(len(value.shape)))
+    if dims:
+        dim0, dim1 = dim0 % len(dims), dim1 % len(dims)
+        dims[dim0], dims[dim1] = dims[dim1], dims[dim0]
+    return views.permute(value, dims, node.target, tuple(node.args[1:]))
+
+
+def lower_expand(lowering, node, meta, value, *args, **kwargs) -> TensorValue:
+    return views.expand(value, tuple(meta.shape), _call(node))
+
+
+def lower_unsqueeze(lowering, node, meta, value, dim) -> TensorValue:
+    return views.unsqueeze(value, dim, _call(node))
+
+
+def lower_squeeze(lowering, node, meta, value, dims=None) -> TensorValue:
+    if dims is None:
+        dims = list(range(len(value.shape)))
+    elif isinstance(dims, int):
+        dims = [dims]
+    return views.squeeze(value, dims, _call(node))
+
+
+def lower_slice(lowering, node, meta, value, dim=0, start=None, end=None, step=1) -> TensorValue:
+    dim = dim % len(value.shape)
+    size = value.shape[dim]
+    start = 0 if start is None else start
+    start = max(0, min(size, start + size if start < 0 else start))
+    return views.slice_view(value, dim, start, step, tuple(meta.shape), _call(node))
+
+
+def lower_select(lowering, node, meta, value, dim, index) -> TensorValue:
+    return views.select(value, dim, index, _call(node))
+
+
+def lower_alias(lowering, node, meta, value) -> TensorValue:
+    return value.derive(value.shape, lambda index: index, _call(node))
+
+
+def lower_broadcast_in_dim(lowering, node, meta, value, shape, broadcast_dims) -> TensorValue:
+    return views.broadcast_in_dim(value, tuple(meta.shape), broadcast_dims, _call(node))
+
+
+_POINTWISE_PACKETS = {
+    "neg": "neg", "abs": "abs", "exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "sqrt": "sqrt",
+    "rsqrt": "rsqrt", "sin": "sin", "cos": "cos", "erf": "erf", "sigmoid": "sigmoid", "tanh": "tanh",
+    "relu": "relu", "reciprocal": "reciprocal", "mul": "mul", "maximum": "maximum", "minimum": "minimum",
+    "eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge", "logical_and": "logical_and",
+    "logical_or": "logical_or", "logical_xor": "logical_xor", "logical_not": "logical_not", "isnan": "isnan",
+}
+
+LOWERINGS: dict = {getattr(aten, packet): partial(lower_pointwise, op) for packet, op in _POINTWISE_PACKETS.items()}
+LOWERINGS.update({
+    aten.floor: partial(lower_pointwise, "floor"),
+    aten.ceil: partial(lower_pointwise, "ceil"),
+    aten.add: partial(lower_add_sub, "add"),
+    aten.sub: partial(lower_add_sub, "sub"),
+    aten.div: lower_div,
+    prims.div: lower_div,
+    aten.where: lower_where,
+    aten.clamp: lower_clamp,
+    aten.pow.Tensor_Scalar: lower_pow_scalar,
+    aten._to_copy: lower_cast,
+    prims.convert_element_type: lower_cast,
+    aten.clone: lower_clone,
+    aten.full: lower_fill,
+    aten.full_like: lower_fill,
+    aten.scalar_tensor: lower_fill,
+    aten.fill.Scalar: lower_fill,
+    prims.iota: lower_iota,
+    aten.sum.dim_IntList: partial(lower_reduction, "sum"),
+    aten.sum.default: partial(lower_total, "sum"),
+    prims.sum: lower_prims_sum,
+    aten.amax: partial(lower_reduction, "max"),
+    aten.amin: partial(lower_reduction, "min"),
+    aten.max.default: partial(lower_total, "max"),
+    aten.min.default: partial(lower_total, "min"),
+    aten.argmax: partial(lower_arg_reduction, "argmax"),
+    aten.argmin: partial(lower_arg_reduction, "argmin"),
+    aten.view: lower_view,
+    aten._unsafe_view: lower_view,
+    aten.reshape: lower_view,
+    prims.reshape: lower_view,
+    aten.permute: lower_permute,
+    aten.transpose.int: lower_transpose,
+    aten.t: lower_transpose,
+    aten.expand: lower_expand,
+    aten.unsqueeze: lower_unsqueeze,
+    aten.squeeze: lower_squeeze,
+    aten.slice.Tensor: lower_slice,
+    aten.select.int: lower_select,
+    aten.alias: lower_alias,
+    prims.broadcast_in_dim: lower_broadcast_in_dim,
+})
+del math

@@ -1,0 +1,249 @@
+"""Greedy fusion: group kernel-IR nodes into kernels and decide what is written to memory.
+
+Nodes are visited in topological order. A pointwise or reduction node joins the group
+of its latest producer when the iteration spaces agree:
+
+* a pointwise group (iteration shape S) takes pointwise nodes of shape S, and turns
+  into a reduction group when a reduction over an S-shaped input joins it;
+* a reduction group (input space S, reduced dims D) takes pointwise nodes of shape S
+  (the row elements), pointwise nodes of the reduced shape (per-row values) and other
+  reductions over (S, D);
+
+as long as every in-group reduction the node reaches is read at the current row. Inside
+a group, values are recomputed or reused from registers; a node is written to memory
+only if it is a graph output, an extern's argument or read by another group.
+
+>>> import torch
+>>> from fastdynamo.backends.triton.lowering import trace_aten, lower
+>>> gm = torch.fx.symbolic_trace(lambda x: torch.softmax(x, -1))
+>>> schedule = fuse(lower(trace_aten(gm, [torch.randn(4, 8)]).graph_module))
+>>> schedule.kernel_count, [g.kind for g in schedule.kernels()]
+(1, ['reduction'])
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from . import indexing
+from .indexing import ZERO, Var
+from .ir import ExternNode, IRVerificationError, KernelGraph, Load, PointwiseNode, ReductionNode, extern_buffer_args, iter_loads
+
+
+@dataclass
+class KernelGroup:
+    """One generated kernel: its iteration space, members (topological) and stores."""
+
+    name: str
+    kind: str  # "pointwise" | "reduction"
+    full_shape: tuple
+    reduced_dims: tuple = ()
+    members: list = field(default_factory=list)
+    stores: list = field(default_factory=list)
+
+    @property
+    def x_shape(self) -> tuple:
+        return tuple(s for d, s in enumerate(self.full_shape) if d not in self.reduced_dims)
+
+    @property
+    def r_shape(self) -> tuple:
+        return tuple(s for d, s in enumerate(self.full_shape) if d in self.reduced_dims)
+
+    def dim_vars(self) -> tuple:
+        """Per dimension of ``full_shape``: the group variable iterating it."""
+        result, x_count, r_count = [], 0, 0
+        for d, size in enumerate(self.full_shape):
+            if d in self.reduced_dims:
+                result.append(Var(f"r{r_count}", size) if size != 1 else ZERO)
+                r_count += 1
+            else:
+                result.append(Var(f"x{x_count}", size) if size != 1 else ZERO)
+                x_count += 1
+        return tuple(result)
+
+    def space_of(self, node) -> str | None:
+        """'full', 'row' (one value per reduced row) or None if the node does not fit."""
+        if isinstance(node, ReductionNode):
+            if self.kind == "reduction" and node.full_shape == self.full_shape and node.reduced_dims == self.reduced_dims:
+                return "row"
+            return None
+        if not isinstance(node, PointwiseNode):
+            return None
+        if node.shape == self.full_shape:
+            return "full"
+        if self.kind == "reduction" and node.shape in (self.x_shape, self._keepdim_shape()):
+            return "row"
+        return None
+
+    def _keepdim_shape(self) -> tuple:
+        return tuple(1 if d in self.reduced_dims else s for d, s in enumerate(self.full_shape))
+
+    def canonical_index(self, node) -> tuple:
+        """The index of ``node``'s element that the current group position computes."""
+        dim_vars = self.dim_vars()
+        if isinstance(node, ReductionNode):
+            return node.output_index(dim_vars)
+        if node.shape == self.full_shape:
+            return dim_vars
+        if len(node.shape) == len(self.full_shape):
+            return tuple(ZERO if d in self.reduced_dims else v for d, v in enumerate(dim_vars))
+        return tuple(v for d, v in enumerate(dim_vars) if d not in self.reduced_dims)
+
+    def var_map(self, node) -> dict:
+        """Node variables -> group index expressions, for rendering its body in place."""
+        if isinstance(node, ReductionNode):
+            return {var.name: expr for var, expr in zip(node.vars, self.dim_vars())}
+        return {var.name: expr for var, expr in zip(node.vars, self.canonical_index(node))}
+
+
+@dataclass
+class Schedule:
+    """Steps in execution order: KernelGroup or ExternNode; plus the fused graph."""
+
+    graph: KernelGraph
+    steps: list
+    realized: set
+
+    @property
+    def kernel_count(self) -> int:
+        return len(self.kernels())
+
+    def kernels(self) -> list:
+        return [s for s in self.steps if isinstance(s, KernelGroup)]
+
+    def verify(self) -> None:
+        """Check the schedule: every computed node in one group, reads only of what is
+        in memory by then, in-group reductions read at the current row."""
+        self.graph.verify()
+        nodes = self.graph.node_map()
+        available = {n.name for n in self.graph.nodes if n.kind == "input"}
+        placed: set = set()
+        for step in self.steps:
+            if isinstance(step, ExternNode):
+                for arg in extern_buffer_args(step):
+                    _check(arg.buffer in available, f"{step.name} reads {arg.buffer} before it is written")
+                available.update(out.name for out in step.outputs)
+                continue
+            members = set(step.members)
+            for name in step.members:
+                node = nodes[name]
+                _check(name not in placed, f"{name} is in two groups")
+                placed.add(name)
+                _check(step.space_of(node) is not None, f"{name} does not fit {step.name}'s iteration space")
+                for buffer, index in group_loads(nodes, members, node.body, step.var_map(node)):
+                    if buffer in members:
+                        _check(tuple(index) == tuple(step.canonical_index(nodes[buffer])),
+                               f"{name} reads reduction {buffer} off its row")
+                    else:
+                        _check(buffer in available, f"{name} reads {buffer} before it is written")
+            _check(set(step.stores) <= members, f"{step.name} stores a value it does not compute")
+            available.update(step.stores)
+        computed = {n.name for n in self.graph.nodes if n.kind in ("pointwise", "reduction")}
+        _check(computed == placed, f"nodes in no group: {sorted(computed - placed)}")
+        for out in self.graph.outputs:
+            _check(out.buffer is None or out.buffer in available, f"output {out.buffer} never written")
+
+
+def _check(condition: bool, message: str) -> None:
+    if not condition:
+        raise IRVerificationError(message)
+
+
+def group_loads(nodes: dict, members: set, expr, var_map: dict, memo: set | None = None):
+    """(buffer, index) for every read that ``expr`` makes from outside the group's
+    pointwise members, looking through those members as if inlined."""
+    memo = set() if memo is None else memo
+    for load in iter_loads(expr):
+        index = tuple(indexing.substitute(e, var_map) for e in load.index)
+        target = nodes.get(load.buffer)
+        if load.buffer in members and isinstance(target, PointwiseNode):
+            key = (load.buffer, index)
+            if key in memo:
+                continue
+            memo.add(key)
+            inner_map = {var.name: e for var, e in zip(target.vars, index)}
+            yield from group_loads(nodes, members, target.body, inner_map, memo)
+        else:
+            yield load.buffer, index
+
+
+def eliminate_dead_nodes(graph: KernelGraph) -> KernelGraph:
+    """Drop pointwise/reduction nodes nothing reads (decompositions leave some)."""
+    live = {out.buffer for out in graph.outputs if out.buffer}
+    kept = []
+    for node in reversed(graph.nodes):
+        if node.kind in ("pointwise", "reduction") and node.name not in live:
+            continue
+        kept.append(node)
+        if isinstance(node, ExternNode):
+            live.update(arg.buffer for arg in extern_buffer_args(node))
+        elif node.kind != "input":
+            live.update(load.buffer for load in iter_loads(node.body))
+    return KernelGraph(list(reversed(kept)), list(graph.outputs))
+
+
+def fuse(graph: KernelGraph) -> Schedule:
+    """Group the nodes of ``graph`` into kernels (see the module docstring)."""
+    graph = eliminate_dead_nodes(graph)
+    nodes = graph.node_map()
+    step_of: dict[str, int] = {}  # buffer -> index of the step that produces it
+    steps: list = []
+    for node in graph.nodes:
+        if node.kind == "input":
+            step_of[node.name] = -1
+            continue
+        if isinstance(node, ExternNode):
+            steps.append(node)
+            for out in node.outputs:
+                step_of[out.name] = len(steps) - 1
+            continue
+        producers = [step_of[load.buffer] for load in iter_loads(node.body)]
+        latest = max(producers, default=-1)
+        group = steps[latest] if latest >= 0 and isinstance(steps[latest], KernelGroup) else None
+        if group is None or not _try_join(group, node, nodes):
+            group = _new_group(node, len(steps))
+            steps.append(group)
+        step_of[node.name] = steps.index(group)
+    realized = _decide_stores(graph, steps, nodes)
+    return Schedule(graph, steps, realized)
+
+
+def _new_group(node, position: int) -> KernelGroup:
+    if isinstance(node, ReductionNode):
+        return KernelGroup(f"kernel{position}", "reduction", node.full_shape, node.reduced_dims, [node.name])
+    return KernelGroup(f"kernel{position}", "pointwise", node.shape, (), [node.name])
+
+
+def _try_join(group: KernelGroup, node, nodes: dict) -> bool:
+    candidate = group
+    if group.kind == "pointwise" and isinstance(node, ReductionNode) and node.full_shape == group.full_shape:
+        candidate = KernelGroup(group.name, "reduction", group.full_shape, node.reduced_dims, list(group.members))
+    if candidate.space_of(node) is None:
+        return False
+    members = set(candidate.members)
+    for buffer, index in group_loads(nodes, members, node.body, candidate.var_map(node)):
+        if buffer in members and tuple(index) != tuple(candidate.canonical_index(nodes[buffer])):
+            return False  # a reduction read off the current row: needs it in memory first
+    group.kind, group.reduced_dims = candidate.kind, candidate.reduced_dims
+    group.members.append(node.name)
+    return True
+
+
+def _decide_stores(graph: KernelGraph, steps: list, nodes: dict) -> set:
+    group_of = {name: step for step in steps if isinstance(step, KernelGroup) for name in step.members}
+    needed = {out.buffer for out in graph.outputs if out.buffer}
+    for step in steps:
+        if isinstance(step, ExternNode):
+            needed.update(arg.buffer for arg in extern_buffer_args(step))
+            continue
+        members = set(step.members)
+        for name in step.members:
+            for load in iter_loads(nodes[name].body):
+                if load.buffer not in members:
+                    needed.add(load.buffer)
+    for step in steps:
+        if isinstance(step, KernelGroup):
+            step.stores = [name for name in step.members if name in needed]
+    return {name for name in needed if name in group_of}
+
+
+__all__ = ["KernelGroup", "Schedule", "fuse", "eliminate_dead_nodes", "group_loads", "Load"]

@@ -1,0 +1,210 @@
+"""FX graph -> ATen graph -> kernel IR.
+
+:func:`trace_aten` runs ``make_fx`` with the decomposition table over the graph (its
+tensor attributes lifted to inputs first, so the compiled code receives them as
+arguments). :func:`lower` walks the ATen graph: views become index maps, ops with a
+rule in :mod:`aten_rules` become pointwise or reduction nodes, everything else an
+extern ATen call. Lowering never guesses: an op it cannot express exactly is an extern,
+and a graph it cannot handle at all raises :class:`UnsupportedGraph`.
+
+>>> import torch
+>>> gm = torch.fx.symbolic_trace(lambda x: torch.softmax(x * 2, -1))
+>>> traced = trace_aten(gm, [torch.randn(2, 3)])
+>>> kernel_graph = lower(traced.graph_module)
+>>> sorted({node.kind for node in kernel_graph.nodes})
+['input', 'pointwise', 'reduction']
+"""
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+
+import torch
+import torch.fx
+from torch.fx.experimental.proxy_tensor import make_fx
+from torch.utils import _pytree as pytree
+
+from . import aten_rules
+from .decompositions import decomposition_table
+from .indexing import Var
+from .ir import BufferArg, ExternNode, ExternOutput, InputNode, KernelGraph, OutputRef
+from .ops import SUPPORTED_DTYPES
+from .views import TensorValue
+
+
+class UnsupportedGraph(Exception):
+    """The whole graph must run as ATen ops; the message says why."""
+
+
+@dataclass
+class TracedGraph:
+    graph_module: torch.fx.GraphModule
+    attribute_names: list  # original attribute paths, appended after the user inputs
+
+
+def attribute_names(gm: torch.nn.Module) -> list[str]:
+    """Parameters and buffers of ``gm`` (submodules included): the compiled code takes
+    them as trailing inputs so that it never bakes a weight into its source.
+
+    >>> attribute_names(torch.fx.symbolic_trace(torch.nn.Linear(2, 3)))
+    ['weight', 'bias']
+    """
+    return [name for name, _ in gm.named_parameters()] + [name for name, _ in gm.named_buffers()]
+
+
+def attribute_values(gm: torch.nn.Module, names: list[str]) -> list:
+    values = dict(gm.named_parameters())
+    values.update(gm.named_buffers())
+    return [values[name] for name in names]
+
+
+def trace_aten(gm: torch.fx.GraphModule, example_inputs: list) -> TracedGraph:
+    """The graph as ATen ops on FakeTensors, outputs flattened to a list."""
+    names = attribute_names(gm)
+    inputs = list(example_inputs) + attribute_values(gm, names)
+    user_count = len(example_inputs)
+
+    def flat_forward(*args):
+        attributes = dict(zip(names, args[user_count:]))
+        result = torch.func.functional_call(gm, attributes, tuple(args[:user_count]))
+        return pytree.tree_flatten(result)[0]
+
+    with torch.no_grad():
+        aten_gm = make_fx(flat_forward, decomposition_table=decomposition_table(), tracing_mode="fake")(*inputs)
+    return TracedGraph(aten_gm, names)
+
+
+def lower(aten_gm: torch.fx.GraphModule) -> KernelGraph:
+    """The kernel IR of an ATen graph (see module docstring)."""
+    return _Lowering(aten_gm).run()
+
+
+class _Lowering:
+    def __init__(self, aten_gm: torch.fx.GraphModule):
+        self.gm = aten_gm
+        self.graph = KernelGraph()
+        self.env: dict[torch.fx.Node, object] = {}
+        self.counter = 0
+        self.order = {node: i for i, node in enumerate(aten_gm.graph.nodes)}
+
+    def fresh_name(self) -> str:
+        name = f"buf{self.counter}"
+        self.counter += 1
+        return name
+
+    def fresh_vars(self, shape: tuple) -> tuple:
+        return tuple(Var(f"i{d}", size) for d, size in enumerate(shape))
+
+    def run(self) -> KernelGraph:
+        inputs = 0
+        for node in self.gm.graph.nodes:
+            if node.op == "placeholder":
+                self.env[node] = self.lower_input(node, f"arg{inputs}")
+                inputs += 1
+            elif node.op == "call_function":
+                self.env[node] = self.lower_call(node)
+            elif node.op == "output":
+                self.graph.outputs = [self.output_ref(value) for value in pytree.tree_leaves(node.args[0])]
+            else:
+                # get_attr: a tensor constant created inside the graph; its value is not
+                # part of the cache key, so it cannot be compiled in.
+                raise UnsupportedGraph(f"{node.op} {node.target} in the ATen graph")
+        return self.graph
+
+    def lower_input(self, node: torch.fx.Node, name: str) -> TensorValue:
+        meta = node.meta.get("val")
+        if not isinstance(meta, torch.Tensor):
+            raise UnsupportedGraph(f"input {node.name} is not a tensor")
+        _check_tensor(meta, node)
+        self.graph.add(InputNode(name, tuple(meta.shape), tuple(meta.stride()), meta.dtype))
+        return TensorValue.of_buffer(name, tuple(meta.shape), meta.dtype)
+
+    def output_ref(self, value) -> OutputRef:
+        if isinstance(value, torch.fx.Node):
+            value = self.env[value]
+        if isinstance(value, TensorValue):
+            return OutputRef(value.base, value.view_chain)
+        if isinstance(value, tuple):
+            raise UnsupportedGraph("a tuple-valued node is an output")
+        return OutputRef(None, constant=value)
+
+    def lower_call(self, node: torch.fx.Node):
+        if node.target is operator.getitem:
+            container = self.env[node.args[0]]
+            return container[node.args[1]]
+        meta = node.meta.get("val")
+        for value in pytree.tree_leaves(meta):
+            if isinstance(value, torch.Tensor):
+                _check_tensor(value, node)
+        target = self.functional_target(node)
+        args = pytree.tree_map(self.lookup, node.args)
+        kwargs = pytree.tree_map(self.lookup, dict(node.kwargs))
+        rule = aten_rules.LOWERINGS.get(target) or aten_rules.LOWERINGS.get(getattr(target, "overloadpacket", None))
+        if rule is not None and isinstance(meta, torch.Tensor):
+            try:
+                return rule(self, node, meta, *args, **kwargs)
+            except (aten_rules.NoLowering, TypeError):
+                # TypeError: a call spelled in a form the rule does not take; the extern
+                # path runs it exactly as written.
+                pass
+        return self.lower_extern(node, target, args, kwargs, meta)
+
+    def lookup(self, value):
+        return self.env[value] if isinstance(value, torch.fx.Node) else value
+
+    def functional_target(self, node: torch.fx.Node):
+        """The out-of-place op for an in-place one on a dead intermediate; else the target."""
+        target = node.target
+        schema = getattr(target, "_schema", None)
+        if schema is None or not schema.is_mutable:
+            return target
+        mutated = node.args[0] if node.args else None
+        if not isinstance(mutated, torch.fx.Node) or mutated.op == "placeholder":
+            raise UnsupportedGraph(f"{target} mutates a graph input")
+        value = self.env.get(mutated)
+        later_users = [u for u in mutated.users if u is not node and self.order[u] > self.order[node]]
+        if not isinstance(value, TensorValue) or value.view_chain or later_users:
+            raise UnsupportedGraph(f"{target} mutates a value that is used again or aliased")
+        name = target.overloadpacket.__name__.rstrip("_")
+        packet = getattr(torch.ops.aten, name, None)
+        functional = getattr(packet, target._overloadname, None) if packet is not None else None
+        if functional is None:
+            raise UnsupportedGraph(f"no functional form of {target}")
+        return functional
+
+    def lower_extern(self, node, target, args, kwargs, meta) -> object:
+        def to_arg(value):
+            if isinstance(value, TensorValue):
+                return BufferArg(value.base, value.view_chain)
+            if isinstance(value, tuple) and value and all(isinstance(v, TensorValue) for v in value):
+                raise UnsupportedGraph("a multi-output value passed whole to an op")
+            return value
+
+        extern_args = pytree.tree_map(to_arg, args)
+        extern_kwargs = pytree.tree_map(to_arg, kwargs)
+        name = self.fresh_name()
+        outputs, paths, values = [], [], []
+        leaves = [meta] if isinstance(meta, torch.Tensor) else meta
+        if not isinstance(leaves, (list, tuple)):
+            raise UnsupportedGraph(f"{target} returns a non-tensor")
+        for position, leaf in enumerate(leaves):
+            if leaf is None:
+                values.append(None)
+                continue
+            if not isinstance(leaf, torch.Tensor):
+                raise UnsupportedGraph(f"{target} returns a non-tensor")
+            out_name = f"{name}_{position}" if not isinstance(meta, torch.Tensor) else name
+            outputs.append(ExternOutput(out_name, tuple(leaf.shape), tuple(leaf.stride()), leaf.dtype))
+            paths.append(() if isinstance(meta, torch.Tensor) else (position,))
+            values.append(TensorValue.of_buffer(out_name, tuple(leaf.shape), leaf.dtype))
+        self.graph.add(ExternNode(name, target, extern_args, extern_kwargs, tuple(outputs), tuple(paths)))
+        return values[0] if isinstance(meta, torch.Tensor) else tuple(values)
+
+
+def _check_tensor(meta: torch.Tensor, node: torch.fx.Node) -> None:
+    if meta.dtype not in SUPPORTED_DTYPES:
+        raise UnsupportedGraph(f"{node.name} has dtype {meta.dtype}")
+    if meta.numel() == 0:
+        raise UnsupportedGraph(f"{node.name} has no elements")
+    if meta.layout != torch.strided:
+        raise UnsupportedGraph(f"{node.name} is not a strided tensor")
