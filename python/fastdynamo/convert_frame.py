@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from types import CodeType
 from typing import Any, Callable
 
+import torch
+
 from . import config, logs
 from ._runtime import native
 from .backends.eager import GENERATED_FILENAME_PREFIX
@@ -80,6 +82,18 @@ def _skip_dirs() -> tuple[str, ...]:
     return tuple(d for d in dirs if d and d != _STDLIB)
 
 
+def _mark_skip_recursive(runtime: Any, compiled_fn: Any) -> None:
+    """The backend's callable is never user code: neither it nor what it calls is compiled."""
+    target = getattr(compiled_fn, "__func__", compiled_fn)
+    code = getattr(target, "__code__", None)
+    if code is None and isinstance(compiled_fn, torch.nn.Module):
+        code = getattr(type(compiled_fn).forward, "__code__", None)
+    if code is None:
+        code = getattr(getattr(type(compiled_fn), "__call__", None), "__code__", None)
+    if code is not None:
+        runtime.set_code_action(code, runtime.SKIP_RECURSIVE)
+
+
 class ConvertFrame:
     """The compile callback for one ``fastdynamo.compile`` configuration."""
 
@@ -103,7 +117,7 @@ class ConvertFrame:
     def skip_action(self, code: CodeType) -> str | None:
         """``"SKIP"``/``"SKIP_RECURSIVE"`` for frames never compiled on their own."""
         filename = code.co_filename
-        if filename.startswith(GENERATED_FILENAME_PREFIX):
+        if filename.startswith(GENERATED_FILENAME_PREFIX) or filename.startswith("<eval_with_key>"):
             return "SKIP_RECURSIVE"  # generated graph code: nothing below it is user code
         if code in self.entry_codes:
             return None
@@ -130,6 +144,7 @@ class ConvertFrame:
         if result.op_count == 0 and not self.fullgraph:
             logs.emit("breaks", f"{code.co_qualname}: no tensor operations; runs as Python")
             return runtime.SKIP
+        _mark_skip_recursive(runtime, result.compiled_fn)
         name = f"__compiled_fn_{next(_compiled_fn_counter)}"
         frame.f_globals[name] = result.compiled_fn
         new_code = transformed_code(code, compiled_fn_name=name, graph_inputs=result.graph_inputs,
