@@ -10,6 +10,8 @@ pub mod ffi;
 pub mod frame_info;
 pub mod guards;
 mod module_api;
+#[cfg(test)]
+mod embedded_tests;
 
 use pyo3::prelude::*;
 
