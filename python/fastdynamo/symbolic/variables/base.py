@@ -96,3 +96,17 @@ class NullVariable(VariableTracker):
 
 
 NULL = NullVariable()
+
+
+class MethodCallVariable(VariableTracker):
+    """``obj.name`` for containers whose methods are modelled by ``call_method``."""
+
+    def __init__(self, obj: VariableTracker, name: str):
+        self.obj = obj
+        self.name = name
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        return self.obj.call_method(tx, self.name, args, kwargs)
+
+    def describe(self) -> str:
+        return f"MethodCallVariable({self.obj.describe()}.{self.name})"

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..exc import unsupported
-from .base import VariableTracker
+from .base import MethodCallVariable, VariableTracker
 from .constant import ConstantVariable
 
 
@@ -28,6 +28,9 @@ class BaseSequenceVariable(VariableTracker):
 
     def unpack_var_sequence(self, tx) -> list[VariableTracker]:
         return list(self.items)
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        return MethodCallVariable(self, name)
 
     def truth(self, tx) -> bool:
         return bool(self.items)
@@ -85,6 +88,8 @@ class TupleVariable(BaseSequenceVariable):
             fields = sorted(fields, key=lambda f: getattr(dummy, f))
         if fields and name in fields:
             return self.items[list(fields).index(name)]
+        if name in ("index", "count"):
+            return MethodCallVariable(self, name)
         raise unsupported(f"attribute {name!r} of a {self.tuple_type.__name__}")
 
     def describe(self) -> str:
@@ -164,6 +169,9 @@ class DictVariable(VariableTracker):
 
     def graph_arg(self, fake: bool) -> Any:
         return {k: v.graph_arg(fake) for k, v in self.items.items()}
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        return MethodCallVariable(self, name)
 
     def truth(self, tx) -> bool:
         return bool(self.items)
@@ -254,6 +262,9 @@ class SetVariable(VariableTracker):
 
     def as_python_constant(self) -> Any:
         return set(self.items)
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        return MethodCallVariable(self, name)
 
     def unpack_var_sequence(self, tx) -> list[VariableTracker]:
         return [ConstantVariable(v) for v in self.items]
