@@ -198,6 +198,10 @@ def fuse(graph: KernelGraph) -> Schedule:
             continue
         producers = [step_of[load.buffer] for load in iter_loads(node.body)]
         latest = max(producers, default=-1)
+        if latest == -1 and steps:
+            # Reads only graph inputs: any earlier step is dependency-safe; trying the
+            # latest one lets side branches of a chain (x.exp() + x.tanh()) share it.
+            latest = len(steps) - 1
         group = steps[latest] if latest >= 0 and isinstance(steps[latest], KernelGroup) else None
         if group is None or not _try_join(group, node, nodes):
             group = _new_group(node, len(steps))

@@ -1,0 +1,94 @@
+"""Test setup for the Triton backend: kernels run in Triton's interpreter on CPU.
+
+TRITON_INTERPRET must be set before triton is imported (its standard library is
+jitted at import time), so it is set here, at the top of the first module pytest
+loads from this directory. torch may already be imported by other test directories;
+that is fine as long as triton itself is not.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+
+if "triton" in sys.modules and os.environ.get("TRITON_INTERPRET") != "1":
+    raise RuntimeError(
+        "tests/triton need TRITON_INTERPRET=1 before triton is imported, but triton was already "
+        "imported without it (by an earlier test module or plugin). Run them with "
+        "`TRITON_INTERPRET=1 python -m pytest tests/triton` or on their own."
+    )
+os.environ["TRITON_INTERPRET"] = "1"
+# Internal errors raise instead of falling back to ATen, so a bug cannot pass as a fallback.
+os.environ["FASTDYNAMO_TRITON_STRICT"] = "1"
+# A fresh cache per session: tests exercise code generation, and never write to ~/.cache.
+os.environ["FASTDYNAMO_CACHE_DIR"] = tempfile.mkdtemp(prefix="fastdynamo-triton-tests-")
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from fastdynamo.backends.triton import compile_graph  # noqa: E402
+
+# Tolerances per dtype: kernels compute half types in float32 and round once on store,
+# eager rounds after every op; the interpreter truncates bf16 casts (1 ulp).
+TOLERANCES = {
+    torch.float32: dict(atol=1e-5, rtol=1e-5),
+    torch.float16: dict(atol=1e-3, rtol=2e-3),  # 2 ulp of float16
+    torch.bfloat16: dict(atol=8e-3, rtol=1.6e-2),  # 2 ulp of bfloat16
+    torch.float64: dict(atol=1e-10, rtol=1e-10),
+}
+
+
+def assert_same(actual, expected, dtype=None):
+    """Compiled output vs eager, recursively over tuples/lists; exact for non-floats."""
+    if isinstance(expected, (tuple, list)):
+        assert isinstance(actual, (tuple, list)) and len(actual) == len(expected)
+        for a, e in zip(actual, expected):
+            assert_same(a, e, dtype)
+        return
+    if not isinstance(expected, torch.Tensor):
+        assert actual == expected
+        return
+    assert actual.shape == expected.shape, (actual.shape, expected.shape)
+    assert actual.dtype == expected.dtype, (actual.dtype, expected.dtype)
+    if expected.dtype.is_floating_point:
+        tolerance = TOLERANCES[dtype or expected.dtype]
+        torch.testing.assert_close(actual, expected, equal_nan=True, **tolerance)
+    else:
+        assert torch.equal(actual, expected), (actual, expected)
+
+
+def float32_reference(fn, inputs):
+    """Eager on float32 copies of half inputs, cast back: what the kernels compute (one
+    rounding at the end), so half-type results can be held to 1-2 ulp."""
+    widened = [t.float() if t.dtype in (torch.float16, torch.bfloat16) else t for t in inputs]
+    result = fn(*widened)
+    half = next(t.dtype for t in inputs if t.dtype in (torch.float16, torch.bfloat16))
+
+    def narrow(value):
+        if isinstance(value, (tuple, list)):
+            return type(value)(narrow(v) for v in value)
+        return value.to(half) if isinstance(value, torch.Tensor) and value.dtype == torch.float32 else value
+
+    return narrow(result)
+
+
+def compile_and_compare(fn, *inputs, options=None, dtype=None, expect_kernels=None, reference=None):
+    """Trace ``fn``, compile it, check it against eager; return the compiled graph."""
+    gm = torch.fx.symbolic_trace(fn) if not isinstance(fn, torch.fx.GraphModule) else fn
+    compiled = compile_graph(gm, list(inputs), options)
+    assert compiled.fallback_reason is None, compiled.fallback_reason
+    expected = reference(fn, inputs) if reference else fn(*inputs)
+    assert_same(compiled(*inputs), expected, dtype)
+    if expect_kernels is not None:
+        assert compiled.kernel_count == expect_kernels, open(compiled.source_path).read()
+    return compiled
+
+
+@pytest.fixture
+def compare():
+    return compile_and_compare
+
+
+@pytest.fixture(name="float32_reference")
+def float32_reference_fixture():
+    return float32_reference
