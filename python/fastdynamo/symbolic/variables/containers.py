@@ -139,6 +139,8 @@ class ListVariable(BaseSequenceVariable):
             self.items.reverse()
         elif name == "copy":
             return ListVariable(list(self.items))
+        elif name == "__delitem__":
+            del self.items[args[0].as_python_constant()]
         elif name == "__setitem__":
             self.setitem(tx, args[0], args[1])
         elif name in ("remove", "sort"):
@@ -215,6 +217,11 @@ class DictVariable(VariableTracker):
         self.check_mutable()
         if name == "__setitem__":
             self.setitem(tx, args[0], args[1])
+        elif name == "__delitem__":
+            key = args[0].as_python_constant()
+            if key not in self.items:
+                raise unsupported(f"KeyError {key!r} in del")
+            del self.items[key]
         elif name == "update":
             if args:
                 self.items.update(dict_items(tx, args[0]))

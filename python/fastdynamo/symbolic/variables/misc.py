@@ -72,7 +72,11 @@ class ClassVariable(VariableTracker):
         if issubclass(self.cls, tuple) and hasattr(self.cls, "_fields"):
             values = list(args) + [kwargs[f] for f in self.cls._fields[len(args):] if f in kwargs]
             return TupleVariable(values, tuple_type=self.cls)
-        if self.cls in (slice, range, complex) and all(a.is_python_constant() for a in args):
+        constant_args = all(a.is_python_constant() for a in args)
+        if issubclass(self.cls, BaseException) and constant_args:
+            # only ever raised, which ends the trace with a reason naming it
+            raise unsupported(f"raise {self.cls.__name__}{tuple(a.as_python_constant() for a in args)!r}")
+        if self.cls in (slice, range, complex) and constant_args:
             return wrap_constant_result(self.cls(*[a.as_python_constant() for a in args]))
         raise unsupported(f"constructing an instance of {self.cls.__qualname__}")
 
