@@ -1,0 +1,210 @@
+"""Type stubs for ``fastdynamo._native``, the Rust extension (see ``rust/``).
+
+Hand-written from ``rust/module_api.rs``, ``rust/callback.rs``, ``rust/cache.rs``,
+``rust/frame_info.rs``, ``rust/guards/`` and ``rust/lib.rs``; kept exact by
+``tests/native/test_stubs.py`` (``mypy.stubtest``). See ``docs/architecture.md``.
+"""
+from collections.abc import Callable, Iterable
+from types import CellType, CodeType, FunctionType
+from typing import Any, Final, Literal, TypeAlias, final
+
+import torch
+
+__all__ = [
+    "runtime_version",
+    "set_callback",
+    "get_callback",
+    "set_code_action",
+    "get_code_action",
+    "cache_entries",
+    "reset",
+    "set_recompile_limit",
+    "get_recompile_limit",
+    "installed_evaluator",
+    "_set_passthrough_evaluator",
+    "_passthrough_frames",
+    "CacheEntry",
+    "Frame",
+    "GuardSet",
+    "RecompileLimitWarning",
+    "DEFAULT",
+    "SKIP",
+    "SKIP_RECURSIVE",
+    "RUN_ONLY",
+    "DEFAULT_RECOMPILE_LIMIT",
+]
+
+# ---------------------------------------------------------------------------------------
+# Code actions (`cache::Action`) and limits
+
+DEFAULT: Final = 0
+"""Look up the cache; compile on a miss if the thread's callback allows."""
+SKIP: Final = 1
+"""Never intercept this code (its callees still are)."""
+SKIP_RECURSIVE: Final = 2
+"""Never intercept this code nor anything it calls."""
+RUN_ONLY: Final = 3
+"""Look up the cache, never compile (set when the recompile limit is reached)."""
+DEFAULT_RECOMPILE_LIMIT: Final = 8
+
+_Action: TypeAlias = Literal[0, 1, 2, 3]
+
+# ---------------------------------------------------------------------------------------
+# Guard specs (parsed by `rust/guards/source.rs` and `rust/guards/check.rs`; built by
+# `fastdynamo.sources` and `fastdynamo.guards`)
+
+_Source: TypeAlias = (
+    tuple[Literal["local"], int, str]  # localsplus index, name
+    | tuple[Literal["closure"], int, str]  # index into __closure__, name
+    | tuple[Literal["global"], str]
+    | tuple[Literal["builtin"], str]
+    | tuple[Literal["attr"], _Source, str]
+    | tuple[Literal["item"], _Source, Any]  # key: dict lookup for exact dicts, else __getitem__
+    | tuple[Literal["type"], _Source]
+)
+_Dims: TypeAlias = tuple[int | None, ...]
+_Constant: TypeAlias = (
+    int | float | bool | str | bytes | None | tuple[_Constant, ...] | frozenset[_Constant]
+)
+_Check: TypeAlias = (
+    tuple[Literal["type_is"], type]
+    | tuple[Literal["id_is"], object]
+    | tuple[Literal["equals"], _Constant]
+    | tuple[Literal["len_is"], int]
+    | tuple[Literal["is_none"]]
+    | tuple[Literal["not_none"]]
+    | tuple[Literal["tensor"], torch.Tensor, _Dims, _Dims]  # example, sizes, strides
+)
+_StateCheck: TypeAlias = (
+    tuple[Literal["grad_mode"], bool] | tuple[Literal["default_dtype"], torch.dtype]
+)
+_GuardSpec: TypeAlias = (
+    tuple[_Source, _Check] | tuple[tuple[Literal["torch_state"]], _StateCheck]
+)
+
+# ---------------------------------------------------------------------------------------
+# Classes
+
+@final
+class GuardSet:
+    """A guard tree compiled once from a spec; raises ValueError naming a bad spec."""
+
+    def __new__(cls, specs: Iterable[_GuardSpec]) -> GuardSet: ...
+    def check(self, frame: Frame) -> bool:
+        """True when every guard passes (fast path, stops at the first failure)."""
+
+    def failure_reason(self, frame: Frame) -> str | None:
+        """The first failing guard as text (e.g. ``x.size()[0] == 4, got 8``), or None."""
+
+    def time_check(self, frame: Frame, count: int) -> int:
+        """Runs ``check`` ``count`` times; total nanoseconds (benches)."""
+
+    def __len__(self) -> int:
+        """Number of specs, torch_state checks included."""
+
+@final
+class CacheEntry:
+    """One compiled version of a code object: ``code`` runs when ``guards`` pass.
+
+    Constructing one marks ``code`` SKIP (and keeps it SKIP across ``reset()``).
+    """
+
+    def __new__(cls, guards: GuardSet, code: CodeType) -> CacheEntry: ...
+    @property
+    def guards(self) -> GuardSet: ...
+    @property
+    def code(self) -> CodeType: ...
+    @property
+    def hits(self) -> int:
+        """Calls that ran this entry."""
+
+    @property
+    def misses(self) -> int:
+        """Lookups in which this entry's guards failed."""
+
+@final
+class Frame:
+    """A snapshot of an intercepted frame, handed to the callback on a cache miss.
+
+    Constructible from Python to check guards in tests; ``f_builtins`` defaults to
+    ``builtins.__dict__``.
+    """
+
+    def __new__(
+        cls,
+        code: CodeType,
+        localsplus: list[Any],
+        f_globals: dict[str, Any],
+        f_builtins: dict[str, Any] | None = None,
+        closure: tuple[CellType, ...] | None = None,
+        f_func: FunctionType | None = None,
+    ) -> Frame: ...
+    @property
+    def f_code(self) -> CodeType: ...
+    @property
+    def f_func(self) -> FunctionType | None:
+        """The function object (None when made from Python without one)."""
+
+    @property
+    def f_globals(self) -> dict[str, Any]: ...
+    @property
+    def f_builtins(self) -> dict[str, Any]: ...
+    @property
+    def closure(self) -> tuple[CellType, ...] | None:
+        """The function's ``__closure__`` or None."""
+
+    @property
+    def localsplus(self) -> list[Any]:
+        """Argument values in ``co_varnames`` order; an unset slot reads as None."""
+
+    @property
+    def f_locals(self) -> dict[str, Any]:
+        """Argument name -> value."""
+
+class RecompileLimitWarning(UserWarning):
+    """A code object reached the recompile limit and now runs eagerly on cache misses."""
+
+# ---------------------------------------------------------------------------------------
+# Functions
+
+_CallbackResult: TypeAlias = CacheEntry | _Action | None
+"""None: run normally this time; SKIP / SKIP_RECURSIVE: mark the code; an entry: cache
+and run it. Any other value (DEFAULT, RUN_ONLY included) raises TypeError in the frame."""
+_Callback: TypeAlias = Callable[[Frame], _CallbackResult]
+_CallbackSetting: TypeAlias = _Callback | Literal[False] | None
+
+def runtime_version() -> str:
+    """The version this extension was built from."""
+
+def set_callback(callback: _CallbackSetting) -> _CallbackSetting:
+    """Sets this thread's callback (None: off, False: run-only, a callable: compile on
+    miss) and returns the previous one. Raises TypeError for anything else."""
+
+def get_callback() -> _CallbackSetting:
+    """This thread's callback: None, False or the callable."""
+
+def set_code_action(code: CodeType, action: _Action) -> None:
+    """Marks ``code`` with an action; ValueError for an unknown action, TypeError if
+    ``code`` is not a code object."""
+
+def get_code_action(code: CodeType) -> _Action:
+    """The action of ``code`` (DEFAULT when it has no state)."""
+
+def cache_entries(code: CodeType) -> list[CacheEntry]:
+    """The cache entries of ``code``, most recently used first."""
+
+def reset() -> None:
+    """Drops every cache entry and skip mark (transformed code stays SKIP)."""
+
+def set_recompile_limit(limit: int) -> None:
+    """Entries per code object before it runs eagerly on misses; ValueError if < 1."""
+
+def get_recompile_limit() -> int: ...
+def installed_evaluator() -> Literal["default", "fastdynamo", "passthrough", "other"]:
+    """Which evaluator is installed on this interpreter."""
+
+def _set_passthrough_evaluator(enabled: bool) -> None:
+    """Benches and tests: install (True) or remove (False) a pass-through evaluator."""
+
+def _passthrough_frames() -> int:
+    """Benches and tests: frames the pass-through evaluator has evaluated so far."""
