@@ -79,11 +79,13 @@ def test_nan_propagates_like_eager(compare):
 def test_half_types_compute_in_float32(compare, float32_reference, dtype):
     x = torch.randn(33, 5, dtype=dtype)
     y = torch.randn(5, dtype=dtype)
-    fn = lambda x, y: torch.nn.functional.gelu(x * y + 1).exp()  # noqa: E731
+    fn = lambda x, y: torch.sigmoid(x * y + 1) * 3 - y  # noqa: E731
     compare(fn, x, y, expect_kernels=1, reference=float32_reference)
-    # Against eager in the half type itself, which rounds after every op: looser.
-    compiled = compare(fn, x, y, reference=float32_reference)
-    torch.testing.assert_close(compiled(x, y).float(), fn(x, y).float(), rtol=0.1, atol=0.1)
+    # GELU's decomposition casts to float32 and back explicitly: those casts round, so
+    # compare with eager in the half type (which also rounds after every op), loosely.
+    gelu = lambda x, y: torch.nn.functional.gelu(x * y + 1)  # noqa: E731
+    compiled = compare(gelu, x, y, expect_kernels=1, reference=float32_reference)
+    torch.testing.assert_close(compiled(x, y).float(), gelu(x, y).float(), rtol=0.05, atol=0.05)
 
 
 def test_constants_and_arange(compare):
