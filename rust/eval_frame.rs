@@ -17,22 +17,29 @@ pub enum Decision<'py> {
     Done(PyResult<Bound<'py, PyAny>>),
 }
 
-/// Decides about one frame. The common cases (interception off, a skipped code, a cache
-/// hit) touch no Python objects beyond reading the frame and running guards.
+/// The cheap first look at a frame: a TLS read and a `co_extra` read. Returns the
+/// decision when that settles it (interception off, a skipped code, a frame we never
+/// intercept), None when guards or the callback must run. Cannot panic.
 #[inline]
-pub fn decide(frame: FrameRef<'_>, throw: bool) -> Decision<'_> {
-    let mode = callback::mode();
-    if mode == Mode::Off || throw {
-        return Decision::Default;
+pub fn quick_decision(frame: FrameRef<'_>, throw: bool) -> Option<Decision<'_>> {
+    if callback::mode() == Mode::Off || throw {
+        return Some(Decision::Default);
     }
-    let state = code_extra::state(frame.code());
-    if let Some(state) = state {
+    if let Some(state) = code_extra::state(frame.code()) {
         match state.action(frame.py()) {
-            Action::Skip => return Decision::Default,
-            Action::SkipRecursive => return Decision::DefaultUnobserved,
+            Action::Skip => return Some(Decision::Default),
+            Action::SkipRecursive => return Some(Decision::DefaultUnobserved),
             Action::Default | Action::RunOnly => {}
         }
     }
+    None
+}
+
+/// Decides about a frame that `quick_decision` left open: cache lookup (guards in Rust),
+/// then the callback on a miss.
+pub fn decide(frame: FrameRef<'_>) -> Decision<'_> {
+    let mode = callback::mode();
+    let state = code_extra::state(frame.code());
     if frame.is_generator_like() || !frame.owned_by_thread() || frame.has_started() {
         return Decision::Default;
     }

@@ -2,7 +2,7 @@
 //! trampoline CPython calls for every frame while it is installed.
 
 use super::frame::FrameRef;
-use crate::eval_frame::{decide, Decision};
+use crate::eval_frame::{decide, quick_decision, Decision};
 use pyo3::ffi::{PyObject, PyThreadState};
 use pyo3::prelude::*;
 use std::os::raw::{c_int, c_void};
@@ -127,12 +127,16 @@ unsafe extern "C" fn fastdynamo_eval_frame(
         let py = Python::assume_attached();
         (py, FrameRef::new(py, frame))
     };
-    // A panic must never unwind into CPython: report it and evaluate the frame normally.
-    let decision = std::panic::catch_unwind(|| decide(view, throwflag != 0))
-        .unwrap_or_else(|_| {
+    let decision = match quick_decision(view, throwflag != 0) {
+        // SAFETY: forwarding CPython's own arguments to the evaluator we chained to.
+        Some(Decision::Default) => return unsafe { previous_evaluator()(tstate, frame, throwflag) },
+        Some(decision) => decision,
+        // A panic must never unwind into CPython: report it and evaluate the frame normally.
+        None => std::panic::catch_unwind(|| decide(view)).unwrap_or_else(|_| {
             crate::errors::report_internal_error(py, "panic in the frame evaluator");
             Decision::Default
-        });
+        }),
+    };
     match decision {
         // SAFETY: forwarding CPython's own arguments to the evaluator we chained to.
         Decision::Default => unsafe { previous_evaluator()(tstate, frame, throwflag) },

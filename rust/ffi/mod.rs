@@ -11,6 +11,7 @@ pub mod frame;
 pub mod hook;
 pub mod layout;
 pub mod object;
+pub mod tensor;
 
 use pyo3::Python;
 use std::cell::RefCell;

@@ -9,12 +9,13 @@
 mod check;
 mod source;
 mod tensor;
+mod tensor_layout;
 
 use crate::errors::Error;
 use crate::frame_info::{Frame, GuardInput};
 use check::{Check, StateCheck, TorchState};
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyTuple};
+use pyo3::types::PyTuple;
 use source::{parse_source, Accessor};
 
 struct Node {
@@ -169,9 +170,27 @@ impl GuardSet {
     }
 }
 
+/// Where the tensor fast path reads metadata, or None when it is off (the layout of this
+/// torch could not be verified).
+#[pyfunction]
+#[pyo3(name = "tensor_layout")]
+fn tensor_layout_info(py: Python<'_>) -> Option<std::collections::HashMap<&'static str, usize>> {
+    tensor_layout::tensor_layout(py).map(|l| {
+        std::collections::HashMap::from([
+            ("impl_offset", l.impl_offset),
+            ("autograd_offset", l.autograd_offset),
+            ("ndim_offset", l.ndim_offset),
+            ("dtype_offset", l.dtype_offset),
+            ("device_offset", l.device_offset),
+            ("keyset_offset", l.keyset_offset),
+            ("out_of_line", usize::from(l.out_of_line)),
+        ])
+    })
+}
+
 /// Registers the guard classes on the module.
 pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<GuardSet>()?;
-    let _ = PyList::empty(module.py());
+    module.add_function(wrap_pyfunction!(tensor_layout_info, module)?)?;
     Ok(())
 }

@@ -1,10 +1,14 @@
 //! The tensor check: exact type, dtype, device, requires_grad, ndim, sizes, strides.
 //!
-//! Reads go through torch's Python-level attributes (`dtype`, `device`, `requires_grad`,
-//! `shape`, `stride()`), which are C getters: no Python frames run.
+//! The fast path reads the tensor's C++ metadata in place (see `tensor_layout`), and
+//! allocates nothing. Where that layout is unknown, and to describe a failure, reads go
+//! through torch's Python-level attributes (`dtype`, `device`, `requires_grad`, `shape`,
+//! `stride()`), which are C getters: no Python frames run.
 
 use super::check::{short_repr, type_name};
 use super::source::bad;
+use super::tensor_layout::{tensor_layout, TensorLayout};
+use crate::ffi::tensor::ImplRef;
 use crate::errors::Error;
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -19,6 +23,29 @@ pub struct TensorCheck {
     /// None: that dimension is not checked.
     sizes: Vec<Option<i64>>,
     strides: Vec<Option<i64>>,
+    /// Raw metadata read from the example, when the fast path is on.
+    raw: Option<RawExpectation>,
+}
+
+/// dtype, device and dispatch keys as torch stores them, read from the example tensor.
+struct RawExpectation {
+    layout: &'static TensorLayout,
+    dtype: u16,
+    device: u32,
+    keyset: u64,
+}
+
+impl RawExpectation {
+    fn read(example: &Bound<'_, PyAny>) -> Option<RawExpectation> {
+        let layout = tensor_layout(example.py())?;
+        let imp = ImplRef::of(example, layout.impl_offset)?;
+        Some(RawExpectation {
+            layout,
+            dtype: imp.u16_at(layout.dtype_offset)?,
+            device: imp.bytes3_at(layout.device_offset)?,
+            keyset: imp.u64_at(layout.keyset_offset)?,
+        })
+    }
 }
 
 fn dims(value: &Bound<'_, PyAny>, spec: &Bound<'_, PyAny>) -> Result<Vec<Option<i64>>, Error> {
@@ -46,6 +73,7 @@ impl TensorCheck {
             requires_grad: attr("requires_grad")?.is_truthy().map_err(|_| bad(any, "requires_grad"))?,
             sizes: dims(&get(2)?, any)?,
             strides: dims(&get(3)?, any)?,
+            raw: RawExpectation::read(&example),
         };
         if check.sizes.len() != check.strides.len() {
             return Err(bad(any, "sizes and strides differ in length"));
@@ -55,15 +83,66 @@ impl TensorCheck {
     }
 
     pub fn run(&self, value: &Bound<'_, PyAny>, name: &str, reason: Option<&mut String>) -> bool {
-        match self.first_mismatch(value) {
-            None => true,
-            Some(mismatch) => {
+        let fast = self.fast_match(value);
+        if fast == Some(true) || (fast == Some(false) && reason.is_none()) {
+            return fast == Some(true);
+        }
+        match (self.first_mismatch(value), reason) {
+            (None, _) if fast.is_none() => true,
+            (None, reason) => {
+                // Only the dispatch keys differ (an inference tensor, a layout change).
+                if let Some(reason) = reason {
+                    reason.push_str(&format!("{name}: dispatch keys differ from the traced tensor's"));
+                }
+                false
+            }
+            (Some(mismatch), reason) => {
                 if let Some(reason) = reason {
                     self.describe(mismatch, value, name, reason);
                 }
                 false
             }
         }
+    }
+
+    /// Compares the metadata in place. None when it cannot decide (no verified layout,
+    /// or more dims than the verified layout covers): the caller then uses the slow path.
+    #[inline]
+    fn fast_match(&self, value: &Bound<'_, PyAny>) -> Option<bool> {
+        let raw = self.raw.as_ref()?;
+        if value.get_type().as_ptr() != self.tensor_type.as_ptr() {
+            return Some(false);
+        }
+        let layout = raw.layout;
+        let imp = ImplRef::of(value, layout.impl_offset)?;
+        let ndim = usize::try_from(imp.i64_at(layout.ndim_offset)?).ok()?;
+        if ndim != self.sizes.len() {
+            return Some(false);
+        }
+        if imp.u16_at(layout.dtype_offset)? != raw.dtype
+            || imp.bytes3_at(layout.device_offset)? != raw.device
+            || imp.u64_at(layout.keyset_offset)? != raw.keyset
+        {
+            return Some(false);
+        }
+        let inline = ndim <= layout.inline_dims();
+        if !inline && !layout.out_of_line {
+            return None;
+        }
+        for dim in 0..ndim {
+            let (size, stride) = if inline {
+                (imp.i64_at(layout.sizes_offset() + 8 * dim)?, imp.i64_at(layout.strides_offset() + 8 * dim)?)
+            } else {
+                (imp.out_of_line(layout.sizes_offset(), ndim, dim)?, imp.out_of_line(layout.sizes_offset(), ndim, ndim + dim)?)
+            };
+            if self.sizes[dim].is_some_and(|s| s != size) || self.strides[dim].is_some_and(|s| s != stride) {
+                return Some(false);
+            }
+        }
+        // No autograd metadata means requires_grad is False; otherwise ask torch.
+        let requires_grad = imp.u64_at(layout.autograd_offset)? != 0
+            && value.getattr(pyo3::intern!(value.py(), "requires_grad")).ok()?.is_truthy().ok()?;
+        Some(requires_grad == self.requires_grad)
     }
 
     /// None if `value` matches; otherwise what differs first. Allocates nothing.

@@ -1,0 +1,99 @@
+//! Raw reads of torch tensors for the guard fast path.
+//!
+//! torch's Python tensor object (`THPVariable`) holds a pointer to its C++ `TensorImpl`,
+//! whose fields (sizes, strides, dtype, device, dispatch keys) we read directly. The
+//! offsets are not hard-coded: `guards::tensor_layout` finds them at first use by probing
+//! tensors of known metadata, and verifies them; if anything does not match, the fast
+//! path is off and guards use torch's Python attributes. Reads here are bounded: within
+//! the Python object's `tp_basicsize`, and within [`IMPL_WINDOW`] bytes of the impl.
+
+use pyo3::prelude::*;
+use pyo3::types::PyType;
+
+/// Bytes of `TensorImpl` we may read: up to and including the dispatch key set in the
+/// layouts seen so far (torch 2.x: key set at 168). Never read beyond.
+pub const IMPL_WINDOW: usize = 176;
+
+/// A tensor's `TensorImpl`, valid while the tensor is alive.
+#[derive(Clone, Copy)]
+pub struct ImplRef<'a> {
+    base: *const u8,
+    _tensor: std::marker::PhantomData<&'a ()>,
+}
+
+fn basicsize(tensor_type: &Bound<'_, PyType>) -> usize {
+    // SAFETY: reading tp_basicsize of a live type object.
+    let size = unsafe { (*tensor_type.as_type_ptr()).tp_basicsize };
+    usize::try_from(size).unwrap_or(0)
+}
+
+/// The word at byte `offset` of the Python object (offset < tp_basicsize, 8-aligned).
+pub fn object_word(tensor: &Bound<'_, PyAny>, offset: usize) -> Option<usize> {
+    if offset % 8 != 0 || offset + 8 > basicsize(&tensor.get_type()) {
+        return None;
+    }
+    // SAFETY: the object is alive and at least tp_basicsize bytes long; offset is in range
+    // and aligned.
+    Some(unsafe { tensor.as_ptr().cast::<u8>().add(offset).cast::<usize>().read() })
+}
+
+impl<'a> ImplRef<'a> {
+    /// The impl whose address is the object's word at `impl_offset`. The caller
+    /// guarantees the object is a tensor of the calibrated type (checked by exact type).
+    pub fn of(tensor: &'a Bound<'_, PyAny>, impl_offset: usize) -> Option<ImplRef<'a>> {
+        let address = object_word(tensor, impl_offset)?;
+        (address != 0 && address % 8 == 0)
+            .then(|| ImplRef { base: address as *const u8, _tensor: std::marker::PhantomData })
+    }
+
+    /// From an address taken from `tensor._cdata` (calibration only).
+    pub fn at_address(_tensor: &'a Bound<'_, PyAny>, address: usize) -> Option<ImplRef<'a>> {
+        (address != 0 && address % 8 == 0)
+            .then(|| ImplRef { base: address as *const u8, _tensor: std::marker::PhantomData })
+    }
+
+    pub fn address(self) -> usize {
+        self.base as usize
+    }
+
+    fn read<T: Copy>(self, offset: usize) -> Option<T> {
+        if offset % std::mem::align_of::<T>() != 0 || offset + std::mem::size_of::<T>() > IMPL_WINDOW {
+            return None;
+        }
+        // SAFETY: `base` points at a live TensorImpl (the tensor outlives 'a) that is at
+        // least IMPL_WINDOW bytes long in the layouts calibration accepts; the read is
+        // aligned and inside that window.
+        Some(unsafe { self.base.add(offset).cast::<T>().read() })
+    }
+
+    pub fn u64_at(self, offset: usize) -> Option<u64> {
+        self.read(offset)
+    }
+
+    pub fn i64_at(self, offset: usize) -> Option<i64> {
+        self.read(offset)
+    }
+
+    pub fn u16_at(self, offset: usize) -> Option<u16> {
+        self.read(offset)
+    }
+
+    /// Three bytes (device type, index, has-value) packed into a u32.
+    pub fn bytes3_at(self, offset: usize) -> Option<u32> {
+        let bytes: [u8; 3] = [self.read(offset)?, self.read(offset + 1)?, self.read(offset + 2)?];
+        Some(u32::from(bytes[0]) | u32::from(bytes[1]) << 8 | u32::from(bytes[2]) << 16)
+    }
+
+    /// Sizes and strides stored out of line (ndim above the inline capacity): `count`
+    /// sizes then `count` strides at the pointer found at `pointer_offset`.
+    pub fn out_of_line(self, pointer_offset: usize, count: usize, index: usize) -> Option<i64> {
+        let pointer = self.u64_at(pointer_offset)? as usize;
+        if pointer == 0 || pointer % 8 != 0 || index >= 2 * count {
+            return None;
+        }
+        // SAFETY: calibration verified that, for tensors with more dims than fit inline,
+        // this word points at a heap array of 2 * ndim int64 (sizes then strides) owned by
+        // the live impl; `index` is inside it.
+        Some(unsafe { (pointer as *const i64).add(index).read() })
+    }
+}
