@@ -260,7 +260,7 @@ def test_models_eval_mode(model, make_input):
     x = make_input()
     result = check_capture(type(module).forward, module, x)
     # parameters are graph inputs read through their source
-    assert any(src.name().endswith("weight") for src in result.graph_inputs)
+    assert any("weight" in src.name() for src in result.graph_inputs)
 
 
 def test_mlp_train_mode_gradients_flow():

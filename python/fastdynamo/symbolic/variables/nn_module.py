@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from ...guards import len_is
-from ...sources import AttrSource
+from ...sources import AttrSource, ItemSource
 from ..exc import unsupported
 from .base import VariableTracker
 from .constant import ConstantVariable
@@ -43,6 +43,13 @@ class NNModuleVariable(VariableTracker):
     def _child_source(self, name: str):
         return AttrSource(self.source, name) if self.source is not None else None
 
+    def _table_source(self, table: str, name: str):
+        # self._parameters['w'] rather than self.w: the latter goes through the Python
+        # Module.__getattr__ on every guard check and every load in the rewritten code.
+        if self.source is None:
+            return None
+        return ItemSource(AttrSource(self.source, table), name)
+
     def var_getattr(self, tx, name: str) -> VariableTracker:
         from ..builder import wrap_value
         from .functions import UserFunctionVariable, UserMethodVariable
@@ -53,9 +60,10 @@ class NNModuleVariable(VariableTracker):
             if name in entries:
                 value = entries[name]
                 if value is None:
-                    tx.output.add_guard(self._child_source(name), ("is_none",)) if self.source else None
+                    if self.source is not None:
+                        tx.output.add_guard(self._table_source(table, name), ("is_none",))
                     return ConstantVariable(None)
-                return wrap_value(tx, value, self._child_source(name))
+                return wrap_value(tx, value, self._table_source(table, name))
         if name in module.__dict__:
             return wrap_value(tx, module.__dict__[name], self._child_source(name))
         class_attr = _lookup_class(type(module), name)
@@ -103,7 +111,7 @@ class NNModuleVariable(VariableTracker):
     def _submodules(self, tx) -> list[VariableTracker]:
         from ..builder import wrap_value
 
-        return [wrap_value(tx, mod, self._child_source(key)) for key, mod in self.module._modules.items()]
+        return [wrap_value(tx, mod, self._table_source("_modules", key)) for key, mod in self.module._modules.items()]
 
     def unpack_var_sequence(self, tx) -> list[VariableTracker]:
         if isinstance(self.module, torch.nn.ModuleDict):
@@ -113,7 +121,7 @@ class NNModuleVariable(VariableTracker):
         if isinstance(self.module, (torch.nn.ParameterList,)):
             from ..builder import wrap_value
 
-            return [wrap_value(tx, p, self._child_source(k)) for k, p in self.module._parameters.items()]
+            return [wrap_value(tx, p, self._table_source("_parameters", k)) for k, p in self.module._parameters.items()]
         raise unsupported(f"iterating over {type(self.module).__qualname__}")
 
     def getitem(self, tx, index) -> VariableTracker:
@@ -123,7 +131,7 @@ class NNModuleVariable(VariableTracker):
         key = index.as_python_constant()
         module = self.module
         if isinstance(module, torch.nn.ModuleDict):
-            return wrap_value(tx, module[key], self._child_source(key))
+            return wrap_value(tx, module[key], self._table_source("_modules", key))
         if isinstance(module, (torch.nn.ModuleList, torch.nn.Sequential, torch.nn.ParameterList)):
             items = self.unpack_var_sequence(tx)
             if isinstance(key, slice):

@@ -1,0 +1,1 @@
+"""Variable trackers: what the translator knows about each value, by kind."""
