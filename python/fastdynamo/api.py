@@ -39,8 +39,13 @@ class _CompiledRegion:
 
 
 def _make_callback(backend: str | Backend, fullgraph: bool, entry_codes: set, recorder=None):
+    from . import config
     from .convert_frame import ConvertFrame
 
+    try:
+        native().set_recompile_limit(config.recompile_limit)
+    except ImportError:
+        pass  # calling the compiled function reports the missing runtime
     return ConvertFrame(lookup_backend(backend), fullgraph=fullgraph, entry_codes=entry_codes,
                         recorder=recorder)
 
