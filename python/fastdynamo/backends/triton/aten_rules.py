@@ -9,7 +9,6 @@ True
 """
 from __future__ import annotations
 
-import math
 from functools import partial
 
 import torch
@@ -331,4 +330,3 @@ LOWERINGS.update({
     aten.alias: lower_alias,
     prims.broadcast_in_dim: lower_broadcast_in_dim,
 })
-del math

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from . import indexing
 from .indexing import ZERO, Var
-from .ir import ExternNode, IRVerificationError, KernelGraph, Load, PointwiseNode, ReductionNode, extern_buffer_args, iter_loads
+from .ir import ExternNode, IRVerificationError, KernelGraph, PointwiseNode, ReductionNode, extern_buffer_args, iter_loads
 
 
 @dataclass
@@ -249,5 +249,3 @@ def _decide_stores(graph: KernelGraph, steps: list, nodes: dict) -> set:
             step.stores = [name for name in step.members if name in needed]
     return {name for name in needed if name in group_of}
 
-
-__all__ = ["KernelGroup", "Schedule", "fuse", "eliminate_dead_nodes", "group_loads", "Load"]

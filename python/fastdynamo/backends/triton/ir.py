@@ -221,9 +221,6 @@ class KernelGraph:
         for out in self.outputs:
             _check(out.buffer is None or out.buffer in seen, f"output reads undefined {out.buffer}")
 
-    def iter_loads(self, expr: object) -> Iterator[Load]:
-        yield from iter_loads(expr)
-
 
 def iter_loads(expr: object) -> Iterator[Load]:
     """Every Load inside a value expression."""
