@@ -26,6 +26,7 @@ __all__ = [
     "CacheEntry",
     "Frame",
     "GuardSet",
+    "tensor_layout",
     "RecompileLimitWarning",
     "DEFAULT",
     "SKIP",
@@ -202,6 +203,18 @@ def set_recompile_limit(limit: int) -> None:
 def get_recompile_limit() -> int: ...
 def installed_evaluator() -> Literal["default", "fastdynamo", "passthrough", "other"]:
     """Which evaluator is installed on this interpreter."""
+
+def tensor_layout() -> dict[
+    Literal[
+        "impl_offset", "autograd_offset", "ndim_offset", "dtype_offset", "device_offset",
+        "keyset_offset", "out_of_line",
+    ],
+    int,
+] | None:
+    """Where the tensor guard fast path reads torch's TensorImpl (byte offsets;
+    ``out_of_line`` is 1 when tensors with more than 5 dims were verified), or None when
+    the layout of this torch could not be verified and tensor guards use the slow path.
+    Calibrates on first call."""
 
 def _set_passthrough_evaluator(enabled: bool) -> None:
     """Benches and tests: install (True) or remove (False) a pass-through evaluator."""
