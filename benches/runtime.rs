@@ -1,1 +1,93 @@
-fn main() {}
+//! Criterion benches of the runtime inside an embedded CPython (`cargo bench`).
+//!
+//! Per call of a tiny Python function: no evaluator, a pass-through evaluator (the floor
+//! of any PEP 523 hook), and fastdynamo with the frame marked skipped; a cache hit with
+//! 1, 8 and 64 tensor arguments; one tensor guard check.
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
+use std::ffi::CString;
+use std::time::Duration;
+
+const SETUP: &str = r#"
+import torch
+def tiny(x):
+    return x
+
+def make(count):
+    params = ", ".join(f"t{i}" for i in range(count))
+    ns = {}
+    exec(f"def original({params}):\n    return t0\ndef transformed({params}):\n    return t0\n", ns)
+    tensors = tuple(torch.randn(8) for _ in range(count))
+    spec = [(("local", i, f"t{i}"), ("tensor", t, tuple(t.shape), t.stride())) for i, t in enumerate(tensors)]
+    entry = native.CacheEntry(native.GuardSet(spec), ns["transformed"].__code__)
+    native.set_callback(lambda frame: entry if frame.f_code is ns["original"].__code__ else None)
+    ns["original"](*tensors)
+    native.set_callback(None)
+    return ns["original"], tensors
+
+hits = {n: make(n) for n in (1, 8, 64)}
+guard_tensor = torch.randn(4, 8)
+guard_code = (lambda t0: t0).__code__
+one_guard = native.GuardSet([(("local", 0, "t0"), ("tensor", guard_tensor, (4, 8), (8, 1)))])
+guard_frame = native.Frame(guard_code, [guard_tensor], {})
+"#;
+
+fn setup(py: Python<'_>) -> Bound<'_, PyDict> {
+    let module = fastdynamo::python_module(py).expect("native module");
+    let globals = PyDict::new(py);
+    globals.set_item("native", &module).expect("set");
+    py.run(&CString::new(SETUP).expect("no NUL"), Some(&globals), None).expect("setup runs");
+    globals
+}
+
+fn hook_cost(c: &mut Criterion) {
+    Python::attach(|py| {
+        let globals = setup(py);
+        let native = globals.get_item("native").unwrap().unwrap();
+        let tiny = globals.get_item("tiny").unwrap().unwrap();
+        let arg = (1,).into_pyobject(py).unwrap();
+        let mut group = c.benchmark_group("hook_per_call");
+        group.bench_function("no_evaluator", |b| b.iter(|| tiny.call1(&arg).unwrap()));
+        native.call_method1("_set_passthrough_evaluator", (true,)).unwrap();
+        group.bench_function("pass_through", |b| b.iter(|| tiny.call1(&arg).unwrap()));
+        native.call_method1("_set_passthrough_evaluator", (false,)).unwrap();
+        let skip = native.getattr("SKIP").unwrap();
+        native.call_method1("set_code_action", (tiny.getattr("__code__").unwrap(), skip)).unwrap();
+        native.call_method1("set_callback", (false,)).unwrap();
+        group.bench_function("fastdynamo_skipped", |b| b.iter(|| tiny.call1(&arg).unwrap()));
+        native.call_method1("set_callback", (py.None(),)).unwrap();
+        group.finish();
+
+        let mut group = c.benchmark_group("cache_hit");
+        native.call_method1("set_callback", (false,)).unwrap();
+        let hits = globals.get_item("hits").unwrap().unwrap();
+        for count in [1_usize, 8, 64] {
+            let pair = hits.get_item(count).unwrap();
+            let function = pair.get_item(0).unwrap();
+            let tensors = pair.get_item(1).unwrap().cast_into::<PyTuple>().unwrap();
+            group.bench_with_input(BenchmarkId::from_parameter(count), &count, |b, _| {
+                b.iter(|| function.call1(&tensors).unwrap());
+            });
+        }
+        native.call_method1("set_callback", (py.None(),)).unwrap();
+        group.finish();
+
+        let guard_set = globals.get_item("one_guard").unwrap().unwrap();
+        let frame = globals.get_item("guard_frame").unwrap().unwrap();
+        c.bench_function("tensor_guard_check", |b| {
+            b.iter_custom(|iters| {
+                let ns: u128 = guard_set.call_method1("time_check", (&frame, iters)).unwrap().extract().unwrap();
+                Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX))
+            });
+        });
+    });
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2));
+    targets = hook_cost
+}
+criterion_main!(benches);

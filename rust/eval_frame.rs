@@ -112,7 +112,8 @@ fn apply<'py>(state: &CodeState, input: &GuardInput<'_, 'py>, result: &Bound<'py
         state.push_front(py, entry.clone().unbind());
         return Decision::Done(entry.get().run(input));
     }
-    match result.extract::<i64>().ok().and_then(Action::from_int) {
+    let as_action = if result.is_instance_of::<pyo3::types::PyBool>() { None } else { result.extract::<i64>().ok() };
+    match as_action.and_then(Action::from_int) {
         Some(action @ (Action::Skip | Action::SkipRecursive)) => {
             state.set_action(py, action);
             if action == Action::Skip { Decision::Default } else { Decision::DefaultUnobserved }
@@ -146,5 +147,6 @@ fn warn_limit(frame: FrameRef<'_>, state: &CodeState, input: &GuardInput<'_, '_>
         cache::recompile_limit()
     );
     let category = py.get_type::<crate::RecompileLimitWarning>();
+    let _suspended = callback::suspend(); // `warnings` runs Python: not ours to intercept
     PyErr::warn(py, &category, &std::ffi::CString::new(message).unwrap_or_default(), 1)
 }

@@ -27,6 +27,13 @@ pub(crate) fn guards_repr(value: &Bound<'_, PyAny>) -> String {
     value.get_type().name().map_or_else(|_| "?".to_owned(), |n| n.to_string())
 }
 
+/// Builds the `_native` module without importing it (embedding: benches, cargo tests).
+pub fn python_module(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
+    let module = PyModule::new(py, "_native")?;
+    module_api::register(&module)?;
+    Ok(module)
+}
+
 #[pymodule]
 fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module_api::register(module)
