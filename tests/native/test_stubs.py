@@ -24,9 +24,11 @@ def test_native_stub_matches_extension(tmp_path: Path) -> None:
         "[mypy-torch.*]\nfollow_imports = skip\n"
     )
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(ROOT / "python"), env.get("PYTHONPATH", "")) if p
-    )
+    # Check the package the tests import (in place, or installed with its stub).
+    import fastdynamo
+
+    package_root = str(Path(fastdynamo.__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
     result = subprocess.run(
         [sys.executable, "-m", "mypy.stubtest", "fastdynamo._native",
          "--mypy-config-file", str(config)],
