@@ -110,3 +110,18 @@ class MethodCallVariable(VariableTracker):
 
     def describe(self) -> str:
         return f"MethodCallVariable({self.obj.describe()}.{self.name})"
+
+
+class CallableVariable(VariableTracker):
+    """A Python callable known at trace time (a builtin, a torch function, a pure
+    function); subclasses say how calling it is traced."""
+
+    def __init__(self, fn: Any, source: Source | None = None):
+        self.fn = fn
+        self.source = source
+
+    def as_python_constant(self) -> Any:
+        return self.fn
+
+    def python_type(self) -> type:
+        return type(self.fn)

@@ -17,7 +17,7 @@ import operator
 from typing import Any, Callable
 
 from ..exc import unsupported
-from .base import VariableTracker
+from .base import CallableVariable, VariableTracker
 from .constant import ConstantVariable, wrap_constant_result
 from .containers import (BaseSequenceVariable, DictVariable, IteratorVariable, ListVariable,
                          SetVariable, TupleVariable, dict_items)
@@ -46,18 +46,8 @@ def is_modelled_builtin(value: Any) -> bool:
         return False
 
 
-class BuiltinVariable(VariableTracker):
+class BuiltinVariable(CallableVariable):
     """A Python builtin function or type."""
-
-    def __init__(self, fn: Any, source=None):
-        self.fn = fn
-        self.source = source
-
-    def as_python_constant(self) -> Any:
-        return self.fn
-
-    def python_type(self) -> type:
-        return type(self.fn)
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
         handler = _HANDLERS.get(self.fn)

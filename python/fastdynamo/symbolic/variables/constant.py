@@ -14,7 +14,7 @@ import operator
 from typing import Any
 
 from ..exc import unsupported
-from .base import VariableTracker
+from .base import CallableVariable, VariableTracker
 
 # Types whose methods never mutate the value: calling them for real is safe.
 IMMUTABLE_TYPES = (int, float, bool, complex, str, bytes, type(None), slice, range,
@@ -55,19 +55,9 @@ class ConstantVariable(VariableTracker):
         return f"ConstantVariable({self.value!r})"
 
 
-class PureFunctionVariable(VariableTracker):
+class PureFunctionVariable(CallableVariable):
     """A callable without side effects on its arguments (math.*, str methods, pure
     builtins): called for real when every argument is a constant."""
-
-    def __init__(self, fn: Any, source=None):
-        self.fn = fn
-        self.source = source
-
-    def as_python_constant(self) -> Any:
-        return self.fn
-
-    def python_type(self) -> type:
-        return type(self.fn)
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
         if all(a.is_python_constant() for a in args) and all(

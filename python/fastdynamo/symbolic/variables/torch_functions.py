@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from ..exc import unsupported
-from .base import VariableTracker
+from .base import CallableVariable, VariableTracker
 from .constant import ConstantVariable, wrap_constant_result
 
 DENIED_FUNCTIONS = {
@@ -33,18 +33,8 @@ CONSTANT_FOLDED = {
 }
 
 
-class TorchFunctionVariable(VariableTracker):
+class TorchFunctionVariable(CallableVariable):
     """A callable from the torch namespace."""
-
-    def __init__(self, fn: Any, source=None):
-        self.fn = fn
-        self.source = source
-
-    def as_python_constant(self) -> Any:
-        return self.fn
-
-    def python_type(self) -> type:
-        return type(self.fn)
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
         fn = self.fn
