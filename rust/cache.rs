@@ -4,7 +4,7 @@
 use crate::ffi::code_extra;
 use crate::ffi::object::{vectorcall, vectorcall_arguments};
 use crate::ffi::GilCell;
-use crate::frame_info::GuardInput;
+use crate::frame_info::{CodeParameters, GuardInput};
 use crate::guards::GuardSet;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
@@ -68,13 +68,13 @@ pub fn unregister(code_address: usize) {
 /// State attached to one code object through `co_extra`.
 pub struct CodeState {
     code_address: usize,
-    /// Read on every frame: a plain cell (CodeState is only reached with the GIL held).
+    /// Plain cells: CodeState is only reached through `co_extra` with the GIL held.
     action: Cell<Action>,
     /// Most recently used first.
     entries: GilCell<Vec<Py<CacheEntry>>>,
     /// Whether this code is some entry's transformed code (stays skipped across reset).
-    transformed: GilCell<bool>,
-    limit_warned: GilCell<bool>,
+    transformed: Cell<bool>,
+    limit_warned: Cell<bool>,
 }
 
 impl CodeState {
@@ -83,8 +83,8 @@ impl CodeState {
             code_address,
             action: Cell::new(Action::Default),
             entries: GilCell::new(Vec::new()),
-            transformed: GilCell::new(false),
-            limit_warned: GilCell::new(false),
+            transformed: Cell::new(false),
+            limit_warned: Cell::new(false),
         }
     }
 
@@ -102,9 +102,7 @@ impl CodeState {
     }
 
     pub fn mark_transformed(&self, py: Python<'_>) {
-        if let Some(mut flag) = self.transformed.try_borrow_mut(py) {
-            *flag = true;
-        }
+        self.transformed.set(true);
         self.set_action(py, Action::Skip);
     }
 
@@ -145,14 +143,17 @@ impl CodeState {
     }
 
     /// Returns true the first time it is called after a reset.
-    pub fn take_limit_warning(&self, py: Python<'_>) -> bool {
-        self.limit_warned.try_borrow_mut(py).is_some_and(|mut warned| !std::mem::replace(&mut *warned, true))
+    pub fn take_limit_warning(&self, _py: Python<'_>) -> bool {
+        !self.limit_warned.replace(true)
+    }
+
+    fn take_entries(&self, py: Python<'_>) -> Vec<Py<CacheEntry>> {
+        self.entries.try_borrow_mut(py).map(|mut e| std::mem::take(&mut *e)).unwrap_or_default()
     }
 
     /// Releases the entries now (the code object is being freed).
     pub fn release(self, py: Python<'_>) {
-        let entries = self.entries.try_borrow_mut(py).map(|mut e| std::mem::take(&mut *e)).unwrap_or_default();
-        for entry in entries {
+        for entry in self.take_entries(py) {
             entry.drop_ref(py);
         }
     }
@@ -160,12 +161,9 @@ impl CodeState {
     /// Empties the state; the removed entries are returned so the caller can drop them
     /// once no other state is being walked (dropping may free other code objects).
     fn clear(&self, py: Python<'_>) -> Vec<Py<CacheEntry>> {
-        let transformed = self.transformed.try_borrow(py).is_some_and(|t| *t);
-        self.set_action(py, if transformed { Action::Skip } else { Action::Default });
-        if let Some(mut warned) = self.limit_warned.try_borrow_mut(py) {
-            *warned = false;
-        }
-        self.entries.try_borrow_mut(py).map(|mut e| std::mem::take(&mut *e)).unwrap_or_default()
+        self.set_action(py, if self.transformed.get() { Action::Skip } else { Action::Default });
+        self.limit_warned.set(false);
+        self.take_entries(py)
     }
 }
 
@@ -183,10 +181,7 @@ pub fn reset_all(py: Python<'_>) {
 
 /// How to pass a frame's arguments to a function with the same signature.
 struct Signature {
-    positional: usize,
-    keyword_only: usize,
-    varargs: bool,
-    varkw: bool,
+    parameters: CodeParameters,
     /// Names of the keyword-only parameters, as vectorcall's `kwnames`.
     keyword_names: Py<PyTuple>,
 }
@@ -209,9 +204,6 @@ pub struct CacheEntry {
     misses: AtomicU64,
 }
 
-const CO_VARARGS: i64 = 0x04;
-const CO_VARKEYWORDS: i64 = 0x08;
-
 #[pymethods]
 impl CacheEntry {
     /// `CacheEntry(guards, code)`: `code` is run, as a function with the frame's globals
@@ -224,25 +216,18 @@ impl CacheEntry {
                 code.get_type().name()?
             )));
         }
-        let positional: usize = code.getattr("co_argcount")?.extract()?;
-        let keyword_only: usize = code.getattr("co_kwonlyargcount")?.extract()?;
-        let flags: i64 = code.getattr("co_flags")?.extract()?;
-        let varnames = code.getattr("co_varnames")?;
-        let keyword_names = varnames
-            .get_item(pyo3::types::PySlice::new(py, positional as isize, (positional + keyword_only) as isize, 1))?
+        let parameters = CodeParameters::of(&code)?;
+        let (start, end) = (parameters.positional, parameters.positional + parameters.keyword_only);
+        let keyword_names = code
+            .getattr("co_varnames")?
+            .get_item(pyo3::types::PySlice::new(py, start as isize, end as isize, 1))?
             .cast_into::<PyTuple>()?
             .unbind();
         code_extra::state_or_attach(code.as_borrowed())?.mark_transformed(py);
         Ok(Self {
             guards,
             code: code.unbind(),
-            signature: Signature {
-                positional,
-                keyword_only,
-                varargs: flags & CO_VARARGS != 0,
-                varkw: flags & CO_VARKEYWORDS != 0,
-                keyword_names,
-            },
+            signature: Signature { parameters, keyword_names },
             function: GilCell::new(None),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
@@ -295,9 +280,10 @@ impl CacheEntry {
     pub fn run<'py>(&self, input: &GuardInput<'_, 'py>) -> PyResult<Bound<'py, PyAny>> {
         let py = input.py();
         let function = self.function_for(input)?;
-        let sig = &self.signature;
+        let sig = &self.signature.parameters;
+        let keyword_names = self.signature.keyword_names.bind(py);
         let fixed = sig.positional + sig.keyword_only;
-        let names = (sig.keyword_only > 0).then(|| sig.keyword_names.bind(py));
+        let names = (sig.keyword_only > 0).then_some(keyword_names);
         if !sig.varargs && !sig.varkw {
             if let Some(arguments) = input.frame_arguments(fixed) {
                 // The frame's own argument slots, passed without copying.
@@ -310,8 +296,7 @@ impl CacheEntry {
             let arg = input.local(index).ok_or_else(|| unset_argument(index))?.to_owned();
             if index < sig.positional { args.push(arg) } else { args_after.push(arg) }
         }
-        let mut keyword_names: Vec<Bound<'py, PyAny>> =
-            sig.keyword_names.bind(py).iter().collect();
+        let mut keyword_names: Vec<Bound<'py, PyAny>> = keyword_names.iter().collect();
         if sig.varargs {
             let extra = input.local(fixed).ok_or_else(|| unset_argument(fixed))?;
             args.extend(extra.cast::<PyTuple>()?.iter());

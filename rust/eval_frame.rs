@@ -17,29 +17,36 @@ pub enum Decision<'py> {
     Done(PyResult<Bound<'py, PyAny>>),
 }
 
+/// What `quick_decision` read, for `decide` to go on from without reading it again.
+pub struct Pending<'py> {
+    mode: Mode,
+    state: Option<&'py CodeState>,
+}
+
 /// The cheap first look at a frame: a TLS read and a `co_extra` read. Returns the
-/// decision when that settles it (interception off, a skipped code, a frame we never
-/// intercept), None when guards or the callback must run. Cannot panic.
+/// decision when that settles it (interception off, a skipped code), or what was read
+/// when guards or the callback must run. Cannot panic.
 #[inline]
-pub fn quick_decision(frame: FrameRef<'_>, throw: bool) -> Option<Decision<'_>> {
-    if callback::mode() == Mode::Off || throw {
-        return Some(Decision::Default);
+pub fn quick_decision(frame: FrameRef<'_>, throw: bool) -> Result<Decision<'_>, Pending<'_>> {
+    let mode = callback::mode();
+    if mode == Mode::Off || throw {
+        return Ok(Decision::Default);
     }
-    if let Some(state) = code_extra::state(frame.code()) {
+    let state = code_extra::state(frame.code());
+    if let Some(state) = state {
         match state.action(frame.py()) {
-            Action::Skip => return Some(Decision::Default),
-            Action::SkipRecursive => return Some(Decision::DefaultUnobserved),
+            Action::Skip => return Ok(Decision::Default),
+            Action::SkipRecursive => return Ok(Decision::DefaultUnobserved),
             Action::Default | Action::RunOnly => {}
         }
     }
-    None
+    Err(Pending { mode, state })
 }
 
 /// Decides about a frame that `quick_decision` left open: cache lookup (guards in Rust),
 /// then the callback on a miss.
-pub fn decide(frame: FrameRef<'_>) -> Decision<'_> {
-    let mode = callback::mode();
-    let state = code_extra::state(frame.code());
+pub fn decide<'py>(frame: FrameRef<'py>, pending: Pending<'py>) -> Decision<'py> {
+    let Pending { mode, state } = pending;
     if frame.is_generator_like() || !frame.owned_by_thread() || frame.has_started() {
         return Decision::Default;
     }
@@ -120,7 +127,7 @@ fn apply<'py>(state: &CodeState, input: &GuardInput<'_, 'py>, result: &Bound<'py
         }
         _ => Decision::Done(Err(pyo3::exceptions::PyTypeError::new_err(format!(
             "the fastdynamo callback must return None, SKIP, SKIP_RECURSIVE or a CacheEntry, not {}",
-            crate::guards_repr(result)
+            result.get_type().name().map_or_else(|_| "?".to_owned(), |n| n.to_string())
         )))),
     }
 }

@@ -104,16 +104,30 @@ pub struct Frame {
     pub f_locals: Py<PyDict>,
 }
 
-/// Number of argument slots of `code`: positional, keyword-only, `*args`, `**kwargs`.
-pub fn argument_count(code: &Bound<'_, PyAny>) -> PyResult<usize> {
-    let py = code.py();
-    let positional: usize = code.getattr(intern!(py, "co_argcount"))?.extract()?;
-    let keyword_only: usize = code.getattr(intern!(py, "co_kwonlyargcount"))?.extract()?;
-    let flags: usize = code.getattr(intern!(py, "co_flags"))?.extract()?;
-    Ok(positional
-        + keyword_only
-        + usize::from(flags & CO_VARARGS != 0)
-        + usize::from(flags & CO_VARKEYWORDS != 0))
+/// The parameter kinds of a code object, read from its Python attributes.
+pub struct CodeParameters {
+    pub positional: usize,
+    pub keyword_only: usize,
+    pub varargs: bool,
+    pub varkw: bool,
+}
+
+impl CodeParameters {
+    pub fn of(code: &Bound<'_, PyAny>) -> PyResult<CodeParameters> {
+        let py = code.py();
+        let flags: usize = code.getattr(intern!(py, "co_flags"))?.extract()?;
+        Ok(CodeParameters {
+            positional: code.getattr(intern!(py, "co_argcount"))?.extract()?,
+            keyword_only: code.getattr(intern!(py, "co_kwonlyargcount"))?.extract()?,
+            varargs: flags & CO_VARARGS != 0,
+            varkw: flags & CO_VARKEYWORDS != 0,
+        })
+    }
+
+    /// Argument slots in `localsplus`: positional, keyword-only, `*args`, `**kwargs`.
+    pub fn slot_count(&self) -> usize {
+        self.positional + self.keyword_only + usize::from(self.varargs) + usize::from(self.varkw)
+    }
 }
 
 fn locals_dict<'py>(code: &Bound<'py, PyAny>, localsplus: &Bound<'py, PyList>) -> PyResult<Bound<'py, PyDict>> {
@@ -129,7 +143,7 @@ impl Frame {
     pub fn snapshot<'py>(frame: FrameRef<'py>) -> PyResult<Bound<'py, Frame>> {
         let py = frame.py();
         let code = frame.code().to_owned();
-        let count = argument_count(&code)?;
+        let count = CodeParameters::of(&code)?.slot_count();
         let localsplus = PyList::empty(py);
         for index in 0..count {
             match frame.local(index) {

@@ -22,11 +22,6 @@ pyo3::create_exception!(
     "A code object reached the recompile limit and now runs eagerly on cache misses."
 );
 
-/// A short repr for error messages.
-pub(crate) fn guards_repr(value: &Bound<'_, PyAny>) -> String {
-    value.get_type().name().map_or_else(|_| "?".to_owned(), |n| n.to_string())
-}
-
 /// Builds the `_native` module without importing it (embedding: benches, cargo tests).
 pub fn python_module(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
     let module = PyModule::new(py, "_native")?;

@@ -25,7 +25,7 @@ class Source:
         raise NotImplementedError
 
     def spec(self) -> tuple:
-        """The plain-tuple form the native guard compiler reads (see guards/spec.py)."""
+        """The plain-tuple form the native guard compiler reads (see guards/__init__.py)."""
         raise NotImplementedError
 
     def __str__(self) -> str:

@@ -6,6 +6,7 @@ use crate::eval_frame::{decide, quick_decision, Decision};
 use pyo3::ffi::{PyObject, PyThreadState};
 use pyo3::prelude::*;
 use std::os::raw::{c_int, c_void};
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 type EvalFn = unsafe extern "C" fn(*mut PyThreadState, *mut c_void, c_int) -> *mut PyObject;
@@ -13,12 +14,11 @@ type EvalFn = unsafe extern "C" fn(*mut PyThreadState, *mut c_void, c_int) -> *m
 extern "C" {
     fn fd_get_eval_frame() -> EvalFn;
     fn fd_set_eval_frame(eval: EvalFn);
-    fn fd_default_eval_frame() -> EvalFn;
     fn _PyEval_EvalFrameDefault(tstate: *mut PyThreadState, frame: *mut c_void, throwflag: c_int) -> *mut PyObject;
 }
 
-/// The evaluator that was installed before ours (CPython's default when 0). Read on
-/// every frame we hand back, so it is an atomic rather than a lock.
+/// The evaluator that was installed before ours (0 until the first install: CPython's
+/// default). Read on every frame we hand back, so it is an atomic rather than a lock.
 static PREVIOUS: AtomicUsize = AtomicUsize::new(0);
 
 #[inline]
@@ -49,8 +49,7 @@ pub enum Installed {
 pub fn installed(_py: Python<'_>) -> Installed {
     // SAFETY: reading the interpreter's evaluator with the GIL held.
     let current = unsafe { fd_get_eval_frame() } as usize;
-    // SAFETY: as above.
-    if current == unsafe { fd_default_eval_frame() } as usize {
+    if current == default_evaluator() as usize {
         Installed::Default
     } else if current == fastdynamo_eval_frame as EvalFn as usize {
         Installed::Ours
@@ -68,10 +67,7 @@ pub fn install(py: Python<'_>) {
     }
     // SAFETY: GIL held; swapping the interpreter's evaluator pointer.
     unsafe {
-        let current = fd_get_eval_frame();
-        let default = fd_default_eval_frame();
-        let previous = if current as usize == default as usize { default_evaluator() } else { current };
-        PREVIOUS.store(previous as usize, Ordering::Relaxed);
+        PREVIOUS.store(fd_get_eval_frame() as usize, Ordering::Relaxed);
         fd_set_eval_frame(fastdynamo_eval_frame);
     }
 }
@@ -94,7 +90,7 @@ pub fn set_passthrough(py: Python<'_>, enabled: bool) {
         if enabled {
             fd_set_eval_frame(passthrough_eval_frame);
         } else if installed(py) == Installed::Passthrough {
-            fd_set_eval_frame(fd_default_eval_frame());
+            fd_set_eval_frame(default_evaluator());
         }
     }
 }
@@ -129,10 +125,11 @@ unsafe extern "C" fn fastdynamo_eval_frame(
     };
     let decision = match quick_decision(view, throwflag != 0) {
         // SAFETY: forwarding CPython's own arguments to the evaluator we chained to.
-        Some(Decision::Default) => return unsafe { previous_evaluator()(tstate, frame, throwflag) },
-        Some(decision) => decision,
+        Ok(Decision::Default) => return unsafe { previous_evaluator()(tstate, frame, throwflag) },
+        Ok(decision) => decision,
         // A panic must never unwind into CPython: report it and evaluate the frame normally.
-        None => std::panic::catch_unwind(|| decide(view)).unwrap_or_else(|_| {
+        // (The code state is not read again after a panic, so asserting unwind safety holds.)
+        Err(pending) => std::panic::catch_unwind(AssertUnwindSafe(|| decide(view, pending))).unwrap_or_else(|_| {
             crate::errors::report_internal_error(py, "panic in the frame evaluator");
             Decision::Default
         }),

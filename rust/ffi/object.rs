@@ -15,10 +15,6 @@ pub fn vectorcall<'py>(
     args: &[Borrowed<'_, 'py, PyAny>],
     kwnames: Option<&Bound<'py, PyTuple>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let py = callable.py();
-    let keyword_count = kwnames.map_or(0, |names| names.len());
-    assert!(keyword_count <= args.len(), "more keyword names than arguments");
-    let positional = args.len() - keyword_count;
     let mut stack = [std::ptr::null_mut::<ffi::PyObject>(); STACK_ARGS];
     let heap: Vec<*mut ffi::PyObject>;
     let pointers: &[*mut ffi::PyObject] = if args.len() <= STACK_ARGS {
@@ -30,15 +26,9 @@ pub fn vectorcall<'py>(
         heap = args.iter().map(|arg| arg.as_ptr()).collect();
         &heap
     };
-    let names = kwnames.map_or(std::ptr::null_mut(), Bound::as_ptr);
-    // SAFETY: `pointers` holds `args.len()` borrowed references kept alive by `args` for
-    // the call; `names` is NULL or a tuple of `keyword_count` strings naming the last
-    // `keyword_count` arguments; the GIL is held (token in `callable`).
-    let result = unsafe {
-        ffi::PyObject_Vectorcall(callable.as_ptr(), pointers.as_ptr(), positional, names)
-    };
-    // SAFETY: PyObject_Vectorcall returns a new reference or NULL with an exception set.
-    unsafe { Bound::from_owned_ptr_or_err(py, result) }
+    // SAFETY: each pointer is a live reference held by `args` for the whole call.
+    let arguments = unsafe { Arguments::new(pointers.as_ptr(), pointers.len()) };
+    vectorcall_arguments(callable, arguments, kwnames)
 }
 
 /// Reports an exception that cannot propagate (we are inside CPython's frame machinery),
@@ -50,7 +40,7 @@ pub fn write_unraisable(py: Python<'_>, err: PyErr, context: &str) {
     unsafe { ffi::PyErr_WriteUnraisable(context.as_ptr()) };
 }
 
-/// A run of a frame's argument slots (`localsplus[0..len]`, all set).
+/// A run of argument pointers, all set: a frame's slots (`localsplus[0..len]`) or a buffer.
 #[derive(Clone, Copy)]
 pub struct Arguments<'f> {
     pointers: &'f [*mut ffi::PyObject],

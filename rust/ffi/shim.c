@@ -1,8 +1,8 @@
 /* The only C in fastdynamo: CPython 3.11 internals that are not exported.
  *
- * It decides nothing. It reports the layout of the internal structs the Rust side
- * reads (checked once at import, and by the compiler here), and wraps the two static
- * inline helpers Rust cannot call. */
+ * It decides nothing. It reports the offsets of the internal struct fields the Rust side
+ * reads (computed here by the compiler, read by Rust on first use), and wraps the
+ * evaluator getter/setter so Rust needs no per-version `_PyFrameEvalFunction`. */
 #include <Python.h>
 #include <stddef.h>
 #define Py_BUILD_CORE
@@ -14,8 +14,8 @@
 #error "fastdynamo's shim is written for CPython 3.11"
 #endif
 
-/* Field offsets the Rust side relies on, in bytes. Keep in sync with
- * rust/ffi/layout.rs (checked at import by `fd_layout`). */
+/* Field offsets the Rust side relies on, in bytes. Field order must match
+ * `Layout` in rust/ffi/layout.rs. */
 typedef struct {
     size_t frame_func;
     size_t frame_globals;
@@ -45,7 +45,7 @@ void fd_layout(fd_layout_t *out) {
 }
 
 /* The evaluator hook API, re-exported so Rust needs no per-version declarations of
- * `_PyFrameEvalFunction`. */
+ * `_PyFrameEvalFunction`. (`_PyEval_EvalFrameDefault` itself is exported.) */
 typedef PyObject *(*fd_eval_fn)(PyThreadState *, _PyInterpreterFrame *, int);
 
 fd_eval_fn fd_get_eval_frame(void) {
@@ -54,8 +54,4 @@ fd_eval_fn fd_get_eval_frame(void) {
 
 void fd_set_eval_frame(fd_eval_fn fn) {
     _PyInterpreterState_SetEvalFrameFunc(PyInterpreterState_Get(), (_PyFrameEvalFunction)fn);
-}
-
-fd_eval_fn fd_default_eval_frame(void) {
-    return (fd_eval_fn)_PyEval_EvalFrameDefault;
 }

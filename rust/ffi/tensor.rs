@@ -41,9 +41,7 @@ impl<'a> ImplRef<'a> {
     /// The impl whose address is the object's word at `impl_offset`. The caller
     /// guarantees the object is a tensor of the calibrated type (checked by exact type).
     pub fn of(tensor: &'a Bound<'_, PyAny>, impl_offset: usize) -> Option<ImplRef<'a>> {
-        let address = object_word(tensor, impl_offset)?;
-        (address != 0 && address % 8 == 0)
-            .then(|| ImplRef { base: address as *const u8, _tensor: std::marker::PhantomData })
+        Self::at_address(tensor, object_word(tensor, impl_offset)?)
     }
 
     /// From an address taken from `tensor._cdata` (calibration only).
