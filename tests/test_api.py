@@ -189,7 +189,21 @@ def test_nested_frames_compile_when_outer_breaks():
         print("break")
         return inner(x)
 
+    def outer_loop(x):
+        for _ in range(2):
+            print("break")
+            x = inner(x)
+        return x
+
     torch.testing.assert_close(fastdynamo.compile(outer)(torch.ones(2)), inner(torch.ones(2)))
+    # After the break, the resume function inlines inner: one graph holds cos and mul.
+    report = fastdynamo.explain(outer)(torch.ones(2))
+    assert report.graph_count == 1 and report.graph_break_count == 1, report.break_reasons
+    assert "cos" in report.graphs[0].code
+    assert not entries(inner)
+    # A break inside a loop runs the loop as Python: inner compiles on its own.
+    torch.testing.assert_close(fastdynamo.compile(outer_loop)(torch.ones(2)),
+                               inner(inner(torch.ones(2))))
     assert len(entries(inner)) == 1
 
 

@@ -298,6 +298,12 @@ def load_source(source: Source, original: CodeType) -> list[Instruction]:
     return _Emitter(original).source(source)
 
 
+def load_plan(plan: OutputPlan, original: CodeType) -> list[Instruction]:
+    """Instructions that push the value ``plan`` describes in a transformed version of
+    ``original`` (graph outputs are read from ``GRAPH_OUTPUTS_LOCAL``)."""
+    return _Emitter(original).plan(plan)
+
+
 def uses_graph_outputs(plan: OutputPlan) -> bool:
     """Whether ``plan`` reads any item of the compiled callable's result."""
     if isinstance(plan, GraphOutput):
@@ -341,11 +347,11 @@ def transformed_code(original: CodeType, *, compiled_fn_name: str,
     line = lineno if lineno is not None else _first_body_line(original)
     for inst in body:
         inst.positions = dis.Positions(line, line, None, None)
-    prelude = _prelude(original)
+    head = prelude(original)
     docstring = original.co_consts[0] if original.co_consts and isinstance(
         original.co_consts[0], str) else None
     return assemble(
-        prelude + body,
+        head + body,
         original,
         co_consts=(docstring,),
         co_names=(),
@@ -355,7 +361,7 @@ def transformed_code(original: CodeType, *, compiled_fn_name: str,
     )
 
 
-def _prelude(original: CodeType) -> list[Instruction]:
+def prelude(original: CodeType) -> list[Instruction]:
     """``COPY_FREE_VARS`` (the closure is the original function's) and ``RESUME``.
 
     No ``MAKE_CELL``: the transformed code has no cell variables.

@@ -24,6 +24,7 @@ from . import config, logs
 from ._runtime import native
 from .backends.eager import GENERATED_FILENAME_PREFIX
 from .codegen import transformed_code
+from .graph_break import split_frame
 from .guards import compile_guards
 from .symbolic import CaptureResult, translate
 from .symbolic.exc import FullGraphError, Unsupported
@@ -127,6 +128,8 @@ class ConvertFrame:
             return "SKIP"
         if filename.startswith(_STDLIB) and "site-packages" not in filename:
             return "SKIP"
+        if filename.startswith("<frozen "):
+            return "SKIP"  # frozen standard-library modules (codecs, importlib, ...)
         return None
 
     def compile_frame(self, runtime: Any, frame: Any) -> Any:
@@ -140,7 +143,7 @@ class ConvertFrame:
         result = translate(code, list(frame.localsplus), frame.f_globals, frame.f_builtins,
                            frame.closure, self.backend)
         if result.break_reason is not None:
-            return self.record_break(runtime, code, result.break_reason)
+            return self.compile_partial(runtime, frame, result.break_reason)
         if result.op_count == 0 and not self.fullgraph:
             logs.emit("breaks", f"{code.co_qualname}: no tensor operations; runs as Python")
             return runtime.SKIP
@@ -154,14 +157,33 @@ class ConvertFrame:
             self.recorder.captures.append(CaptureRecord(code, result, new_code))
         return runtime.CacheEntry(compile_guards(result.guards), new_code)
 
-    def record_break(self, runtime: Any, code: CodeType, err: Unsupported) -> Any:
+    def compile_partial(self, runtime: Any, frame: Any, err: Unsupported) -> Any:
+        """A graph break at ``err``: compile the frame up to it and resume after it
+        (:mod:`fastdynamo.graph_break`), or run the whole frame as Python."""
+        code = frame.f_code
         brk = BreakReason(err.location, err.reason, list(err.where))
-        logs.emit("breaks", f"{code.co_qualname} runs as Python: {brk}")
-        if self.recorder is not None:
-            self.recorder.breaks.append(brk)
         if self.fullgraph:
             raise FullGraphError(f"fullgraph=True: cannot capture {code.co_qualname}: {brk}")
-        return runtime.SKIP
+        if self.recorder is not None:
+            self.recorder.breaks.append(brk)
+        name = f"__compiled_fn_{next(_compiled_fn_counter)}"
+        try:
+            split = split_frame(code, frame, self.backend, err, name, runtime)
+        except Unsupported as why:
+            logs.emit("breaks", f"{code.co_qualname} runs as Python: {brk} (no resume: {why.reason})")
+            return runtime.SKIP
+        logs.emit("breaks", f"graph break in {code.co_qualname}: {brk}")
+        capture = split.capture
+        if capture.compiled_fn is not None:
+            _mark_skip_recursive(runtime, capture.compiled_fn)
+            frame.f_globals[name] = capture.compiled_fn
+            self.log_capture(code, capture, split.transformed)
+            if self.recorder is not None:
+                self.recorder.captures.append(CaptureRecord(code, capture, split.transformed))
+        elif logs.enabled("bytecode"):
+            logs.emit("bytecode", f"bytecode for {code.co_qualname} (no graph before the break)",
+                      logs.side_by_side(code, split.transformed))
+        return runtime.CacheEntry(compile_guards(capture.guards), split.transformed)
 
     def log_capture(self, code: CodeType, result: CaptureResult, new_code: CodeType) -> None:
         where = f"{code.co_qualname} ({code.co_filename}:{code.co_firstlineno})"

@@ -9,7 +9,7 @@ some frames run as Python.
 >>> report = fastdynamo.explain(f)(torch.ones(2))  # doctest: +ELLIPSIS
 side effect
 >>> report.graph_count, report.graph_break_count
-(0, 1)
+(1, 1)
 """
 from __future__ import annotations
 

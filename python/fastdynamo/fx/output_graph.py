@@ -56,6 +56,17 @@ class OutputGraph:
         self._input_storages: set[int] = set()
         self._guards: dict[tuple, Guard] = {}
         self._names: set[str] = set()
+        self.steps = 0  # instructions run by every translator of this capture
+
+    def count_step(self) -> None:
+        """One more instruction traced; past ``config.max_trace_steps`` the trace gives up
+        (a long Python loop is cheaper to run than to unroll)."""
+        from .. import config
+
+        self.steps += 1
+        if self.steps > config.max_trace_steps:
+            raise unsupported(f"trace longer than {config.max_trace_steps} instructions "
+                              "(config.max_trace_steps)")
 
     # -- guards -----------------------------------------------------------------
     def add_guard(self, source: Source | None, check: tuple) -> None:

@@ -23,7 +23,7 @@ from .binding import parameter_names
 from .builder import ROOT_GLOBALS
 from .exc import FullGraphError, Unsupported
 from .output import OutputPlanBuilder
-from .translator import SUPPORTED_OPCODES, InstructionTranslator, LazyArgument
+from .translator import SUPPORTED_OPCODES, InstructionTranslator, LazyArgument, StopTranslation
 from .variables.functions import CellVariable
 
 
@@ -39,6 +39,9 @@ class CaptureResult:
     guards: list[Guard] = field(default_factory=list)
     break_reason: Unsupported | None = None
     compiled_fn: Callable | None = None
+    # Set instead of the graph fields when translation stopped at ``stop_at_step``:
+    # the translator, holding the stack and locals before that step, and its graph.
+    stopped: InstructionTranslator | None = None
 
     @property
     def op_count(self) -> int:
@@ -46,11 +49,14 @@ class CaptureResult:
 
 
 def translate(code: CodeType, localsplus: list, f_globals: dict, f_builtins: Any,
-              closure: tuple | None, backend: Callable | None = None) -> CaptureResult:
+              closure: tuple | None, backend: Callable | None = None,
+              stop_at_step: int | None = None) -> CaptureResult:
     """Translate one frame: ``localsplus`` holds the argument values in parameter order.
 
     With a ``backend``, the graph is compiled and ``compiled_fn`` set. Never raises
-    :class:`Unsupported`: it is returned as ``break_reason``.
+    :class:`Unsupported`: it is returned as ``break_reason``. With ``stop_at_step``
+    the translation stops before that instruction of the frame and the result's
+    ``stopped`` holds the translator (see :mod:`fastdynamo.graph_break`).
     """
     if not isinstance(f_builtins, dict):
         f_builtins = vars(f_builtins) if f_builtins is not None else vars(_builtins)
@@ -66,8 +72,13 @@ def translate(code: CodeType, localsplus: list, f_globals: dict, f_builtins: Any
         cells[name] = CellVariable(real_cell=cell, contents_source=ClosureSource(i, name))
     try:
         tx = InstructionTranslator(code, f_locals, cells, f_globals, f_builtins, ROOT_GLOBALS,
-                                   output, root_globals=f_globals)
-        returned = tx.run()
+                                   output, root_globals=f_globals, stop_at_step=stop_at_step)
+        try:
+            returned = tx.run()
+        except StopTranslation:
+            tx.grad_mode_at_start = prior_grad
+            tx.grad_mode_at_stop = torch.is_grad_enabled()
+            return CaptureResult(stopped=tx)
         plans = OutputPlanBuilder()
         plan = plans.plan(returned)
         graph_module = output.finish(plans.nodes)

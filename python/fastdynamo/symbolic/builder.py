@@ -35,7 +35,7 @@ from .variables.containers import DictVariable, ListVariable, SetVariable, Tuple
 from .variables.functions import PartialVariable, UserFunctionVariable, UserMethodVariable
 from .variables.misc import ClassVariable, PythonModuleVariable, UserObjectVariable, is_trusted_module
 from .variables.nn_module import NNModuleVariable
-from .variables.torch_functions import TorchFunctionVariable
+from .variables.torch_functions import GradModeExitVariable, GradModeVariable, TorchFunctionVariable
 
 _PLAIN_CONSTANTS = (int, float, bool, str, bytes, type(None))
 
@@ -148,6 +148,16 @@ def wrap_value(tx, value: Any, source: Source | None) -> VariableTracker:
         kwargs = {k: wrap_value(tx, v, ItemSource(sub("keywords"), k) if source else None)
                   for k, v in value.keywords.items()}
         return PartialVariable(fn, args, kwargs, source)
+    if isinstance(value, types.MethodType) and type(value.__self__) in _GRAD_MODE_CONTEXTS \
+            and value.__func__ is type(value.__self__).__exit__:
+        # The exit of a with-block entered before a graph break (graph_break.py).
+        guard(type_is(types.MethodType))
+        owner = AttrSource(source, "__self__") if source is not None else None
+        if owner is not None:
+            tx.output.add_guard(owner, type_is(type(value.__self__)))
+            tx.output.add_guard(AttrSource(owner, "prev"), equals(value.__self__.prev))
+        ctx = GradModeVariable(type(value.__self__) is torch.enable_grad, bool(value.__self__.prev))
+        return GradModeExitVariable(ctx)
     if isinstance(value, types.MethodType):
         fn = wrap_value(tx, value.__func__, AttrSource(source, "__func__") if source else None)
         self_var = wrap_value(tx, value.__self__, AttrSource(source, "__self__") if source else None)
@@ -183,6 +193,9 @@ def wrap_value(tx, value: Any, source: Source | None) -> VariableTracker:
         raise unsupported(f"object of type {type(value).__qualname__} without a source")
     guard(type_is(type(value)))
     return UserObjectVariable(value, source)
+
+
+_GRAD_MODE_CONTEXTS = (torch.no_grad, torch.enable_grad)
 
 
 def wrap_code_constant(value: Any) -> VariableTracker:

@@ -21,6 +21,10 @@ class Unsupported(Exception):
         super().__init__(reason)
         self.reason = reason
         self.where: list[tuple[str, int, str]] = []
+        # Set by the compiled frame's translator (see InstructionTranslator.run).
+        self.root_index: int | None = None
+        self.root_step: int | None = None
+        self.first_steps: dict[int, int] = {}
 
     @property
     def location(self) -> str:

@@ -5,15 +5,19 @@ are rebuilt; values the frame received unchanged are reloaded from their source.
 """
 from __future__ import annotations
 
+import types
+
 import torch
 
 from ..codegen import (BuildDict, BuildList, BuildTuple, Call, Constant, FromSource, GraphOutput,
                        OutputPlan)
 from .exc import unsupported
-from .variables.base import VariableTracker
+from .builder import ROOT_GLOBALS
+from .variables.base import MethodCallVariable, VariableTracker
 from .variables.constant import ConstantVariable
-from .variables.containers import DictVariable, ListVariable, TupleVariable
-from .variables.tensor import TensorVariable
+from .variables.containers import DictVariable, IteratorVariable, ListVariable, TupleVariable
+from .variables.functions import NestedFunctionVariable, UserMethodVariable
+from .variables.tensor import TensorMethodVariable, TensorVariable
 
 
 class OutputPlanBuilder:
@@ -24,6 +28,8 @@ class OutputPlanBuilder:
 
     def plan(self, value: VariableTracker) -> OutputPlan:
         if isinstance(value, TensorVariable):
+            if value.node.op == "placeholder" and value.source is not None:
+                return FromSource(value.source)  # the input itself, as eager returns it
             if value.node not in self.nodes:
                 self.nodes.append(value.node)
             return GraphOutput(self.nodes.index(value.node))
@@ -44,7 +50,34 @@ class OutputPlanBuilder:
             return FromSource(value.source)
         if value.is_python_constant():
             return Constant(value.as_python_constant())
+        rebuilt = self._rebuild_callable_or_iterator(value)
+        if rebuilt is not None:
+            return rebuilt
         raise unsupported(f"returning {value.describe()}, which the rewritten code cannot rebuild")
+
+
+    def _rebuild_callable_or_iterator(self, value: VariableTracker) -> OutputPlan | None:
+        """Values only seen mid-frame (a graph break's stack): bound methods, iterators,
+        functions made by the frame."""
+        if isinstance(value, (MethodCallVariable, TensorMethodVariable)):
+            owner = value.obj if isinstance(value, MethodCallVariable) else value.tensor
+            return Call(Constant(getattr), [self.plan(owner), Constant(value.name)])
+        if isinstance(value, UserMethodVariable):
+            return Call(Constant(types.MethodType), [self.plan(value.fn), self.plan(value.self_var)])
+        if isinstance(value, IteratorVariable):
+            rest = value.remaining()
+            if isinstance(rest, range):
+                return Call(Constant(iter), [Constant(rest)])
+            return Call(Constant(iter), [BuildTuple([self.plan(item) for item in rest])])
+        if isinstance(value, NestedFunctionVariable) and not value.closure \
+                and not value.kwdefaults and value.globals_source is ROOT_GLOBALS:
+            defaults = BuildTuple([self.plan(d) for d in value.defaults]) if value.defaults \
+                else Constant(None)
+            # globals() called by the rewritten frame is the frame's own globals dict.
+            return Call(Constant(types.FunctionType),
+                        [Constant(value.code), Call(Constant(globals)),
+                         Constant(value.code.co_name), defaults])
+        return None
 
 
 def _constant_plan(value) -> OutputPlan:

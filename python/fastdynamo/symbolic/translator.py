@@ -36,13 +36,19 @@ class LazyArgument:
         self.source = source
 
 
+class StopTranslation(Exception):
+    """Raised by the compiled frame's translator when it reaches ``stop_at_step``: the
+    state before that instruction is what a graph break resumes from."""
+
+
 class InstructionTranslator(LoadStoreOpcodes, StackOpcodes, OperatorOpcodes, JumpOpcodes,
                             CallOpcodes, BuildOpcodes, IterationOpcodes, ContextOpcodes):
     """Symbolically runs one code object (the compiled frame or an inlined callee)."""
 
     def __init__(self, code: CodeType, f_locals: dict[str, Any], cells: dict[str, CellVariable],
                  f_globals: dict, f_builtins: dict, globals_source, output: OutputGraph,
-                 root_globals: dict, depth: int = 0, name: str | None = None):
+                 root_globals: dict, depth: int = 0, name: str | None = None,
+                 stop_at_step: int | None = None):
         self.code = code
         self.name = name or code.co_name
         self.instructions = list(dis.get_instructions(code))
@@ -62,16 +68,34 @@ class InstructionTranslator(LoadStoreOpcodes, StackOpcodes, OperatorOpcodes, Jum
         self.return_value: VariableTracker | None = None
         self.is_generator = bool(code.co_flags & inspect.CO_GENERATOR)
         self.yielded: list[VariableTracker] = []
+        # Steps are instructions run by this translator; the compiled frame's
+        # translator (depth 0) stops before step ``stop_at_step`` (a graph break) and
+        # remembers the first step at which each instruction ran (loop headers).
+        self.steps = 0
+        self.stop_at_step = stop_at_step
+        self.first_step: dict[int, int] = {}
+        self.current_index = 0
 
     # -- the loop -----------------------------------------------------------------
     def run(self) -> VariableTracker:
-        """Run to ``RETURN_VALUE``; return the symbolic return value."""
+        """Run to ``RETURN_VALUE``; return the symbolic return value.
+
+        An :class:`Unsupported` leaving the compiled frame's translator carries
+        ``root_index``/``root_step`` (the instruction of this frame that was running)
+        and ``first_steps``, which :mod:`fastdynamo.graph_break` uses to split the frame.
+        """
         try:
             while self.return_value is None:
                 if self.index >= len(self.instructions):
                     raise unsupported("fell off the end of the bytecode")
+                if self.steps == self.stop_at_step:
+                    raise StopTranslation()
                 inst = self.instructions[self.index]
+                self.current_index = self.index
+                self.first_step.setdefault(self.index, self.steps)
                 self.index += 1
+                self.steps += 1
+                self.output.count_step()
                 if inst.positions is not None and inst.positions.lineno is not None:
                     self.lineno = inst.positions.lineno
                 handler = _HANDLERS.get(inst.opname)
@@ -80,6 +104,10 @@ class InstructionTranslator(LoadStoreOpcodes, StackOpcodes, OperatorOpcodes, Jum
                 handler(self, inst)
         except Unsupported as err:
             err.where.insert(0, (self.code.co_filename, self.lineno, self.name))
+            if self.depth == 0:
+                err.root_index = self.current_index
+                err.root_step = self.steps - 1
+                err.first_steps = dict(self.first_step)
             raise
         return self.return_value
 

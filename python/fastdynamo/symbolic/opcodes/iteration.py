@@ -1,18 +1,23 @@
 """Iteration, and generators run to completion (generator expressions)."""
 from __future__ import annotations
 
+from ..exc import unsupported
 from ..variables.constant import ConstantVariable
-from ..variables.containers import IteratorVariable
+from ..variables.containers import ConstantRange, IteratorVariable
 
 
 class IterationOpcodes:
     def GET_ITER(self, inst):
         value = self.pop()
-        if not isinstance(value, IteratorVariable):
+        if isinstance(value, ConstantVariable) and type(value.value) is range:
+            value = IteratorVariable(ConstantRange(value.value))
+        elif not isinstance(value, IteratorVariable):
             value = IteratorVariable(value.unpack_var_sequence(self))
         self.push(value)
 
     def FOR_ITER(self, inst):
+        if not isinstance(self.stack[-1], IteratorVariable):
+            raise unsupported(f"iterating over {self.stack[-1].describe()}")
         item = self.stack[-1].next_item()
         if item is None:
             self.pop()

@@ -286,12 +286,33 @@ class SetVariable(VariableTracker):
         return ConstantVariable(result)
 
 
+class ConstantRange:
+    """The items of a ``range`` as ConstantVariables, made on demand: ``for i in
+    range(10**6)`` must not build a million trackers before the trace gives up."""
+
+    def __init__(self, values: range):
+        self.values = values
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __getitem__(self, index):
+        from .constant import ConstantVariable
+
+        if isinstance(index, slice):
+            return ConstantRange(self.values[index])
+        return ConstantVariable(self.values[index])
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+
 class IteratorVariable(VariableTracker):
     """An iterator over items known at trace time (``iter(list)``, ``zip``, a
     generator expression run to completion)."""
 
-    def __init__(self, items: list[VariableTracker]):
-        self.items = list(items)
+    def __init__(self, items):
+        self.items = items if isinstance(items, ConstantRange) else list(items)
         self.index = 0
 
     def next_item(self) -> VariableTracker | None:
@@ -301,9 +322,14 @@ class IteratorVariable(VariableTracker):
         return self.items[self.index - 1]
 
     def unpack_var_sequence(self, tx) -> list[VariableTracker]:
-        rest = self.items[self.index:]
+        rest = list(self.items[self.index:])
         self.index = len(self.items)
         return rest
+
+    def remaining(self):
+        """What is left to iterate: a ``range`` or a list of trackers."""
+        rest = self.items[self.index:]
+        return rest.values if isinstance(rest, ConstantRange) else list(rest)
 
     def describe(self) -> str:
         return f"IteratorVariable({self.index}/{len(self.items)})"

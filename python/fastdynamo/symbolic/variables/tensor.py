@@ -67,7 +67,9 @@ class TensorVariable(VariableTracker):
         if name in METADATA_ATTRS:
             return ConstantVariable(getattr(self.example, name))
         if name in DENIED_METHODS:
-            raise unsupported(f"Tensor.{name}() leaves the graph")
+            # Raised when called, so a graph break happens at the call and the bound
+            # method is rebuilt from the tensor (graph_break.py).
+            return TensorMethodVariable(self, name)
         attr = getattr(torch.Tensor, name, None)
         if attr is None:
             raise unsupported(f"Tensor has no attribute {name!r}")
@@ -98,6 +100,8 @@ class TensorMethodVariable(VariableTracker):
         self.name = name
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
+        if self.name in DENIED_METHODS:
+            raise unsupported(f"Tensor.{self.name}() leaves the graph")
         if self.name in METADATA_METHODS:
             if not all(a.is_python_constant() for a in args):
                 raise unsupported(f"Tensor.{self.name} with symbolic arguments")

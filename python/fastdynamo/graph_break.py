@@ -1,0 +1,514 @@
+"""Graph breaks: compile the part of a frame before an unsupported construct, run the
+construct as Python, and continue in a generated *resume function*.
+
+When the translator raises :class:`~fastdynamo.symbolic.exc.Unsupported` at instruction
+``I`` of the compiled frame (directly, or inside a call it was inlining), the frame is
+split in three:
+
+1. **The graph**: everything traced before ``I``. The frame is translated again and
+   stopped just before ``I`` (the trace is deterministic, so the second run reaches the
+   same state); the tensors the rest of the frame needs become graph outputs.
+2. **A native region** run by CPython in the transformed code: ``I`` alone, or, when
+   ``I`` lies inside a loop, the whole outermost loop around it (a break on every
+   iteration would nest one resume call per iteration). Before it, the transformed
+   code rebuilds the Python stack and the locals exactly as CPython would have them.
+3. **Exits**: every way control leaves the region (falling through, a jump out, an
+   exception caught by a ``try``/``with`` handler of the frame) pops the stack into
+   temporaries and returns ``resume_fn(*stack, *live_locals)``. A resume function is a
+   copy of the original code with a prologue that pushes the stack back and jumps to the
+   exit's target; it is an ordinary code object, so the hook intercepts and compiles it
+   on its first call (and it may break again). Handler exits are marked ``SKIP``: an
+   exception path runs as Python.
+
+``with`` blocks over grad-mode contexts are re-entered for real before the region
+(``BEFORE_WITH`` on a fresh ``torch.no_grad()``/``torch.enable_grad()``), so the exit
+method on the stack, and the one a resume function receives, is the real one.
+
+Anything this module cannot rebuild exactly raises ``Unsupported`` and the frame runs as
+Python, as before graph breaks existed.
+"""
+from __future__ import annotations
+
+import copy
+import dis
+import itertools
+import types
+import weakref
+from dataclasses import dataclass, field
+from types import CodeType
+from typing import Any, Callable, Sequence
+
+import torch
+
+from .bytecode import (
+    ExceptionTableEntry,
+    Instruction,
+    assemble,
+    create_call,
+    create_instruction,
+    create_jump,
+    create_load_const,
+    create_load_global,
+    create_push_null,
+    instructions_from_code,
+    live_locals,
+    stack_depths,
+)
+from .bytecode import version
+from .codegen import (GRAPH_OUTPUTS_LOCAL, Call, Constant, FromSource, OutputPlan,
+                      load_plan, load_source, parameter_names, prelude)
+from .sources import LocalSource
+from .symbolic import translate
+from .symbolic.exc import Unsupported, unsupported
+from .symbolic.output import OutputPlanBuilder
+from .symbolic.translator import InstructionTranslator, LazyArgument
+from .symbolic.variables.base import NULL, VariableTracker
+from .symbolic.variables.torch_functions import GradModeExitVariable
+
+_STACK_PREFIX = "___stack"
+_resume_counter = itertools.count()
+
+
+@dataclass
+class SplitFrame:
+    """A frame compiled up to a graph break."""
+
+    capture: Any  # CaptureResult of the part before the break (graph may be empty)
+    transformed: CodeType
+    resume_codes: list[CodeType] = field(default_factory=list)
+
+
+@dataclass
+class _Region:
+    """Instructions ``start``..``end`` (inclusive, indices into the decoded original)
+    run natively; the trace stops at step ``stop_step`` (just before ``start``)."""
+
+    start: int
+    end: int
+    stop_step: int
+    is_loop: bool
+
+
+# ---------------------------------------------------------------- resume metadata
+
+# Resume code -> index (in dis instructions) of the first original instruction: a break
+# before it (while its prologue pushes the stack) makes no progress.
+_PROLOGUE_END: "weakref.WeakKeyDictionary[CodeType, int]" = weakref.WeakKeyDictionary()
+_RESUME_CACHE: dict[tuple, CodeType] = {}
+
+
+def is_resume_code(code: CodeType) -> bool:
+    return code in _PROLOGUE_END
+
+
+# ---------------------------------------------------------------- entry point
+
+def split_frame(code: CodeType, frame: Any, backend: Callable, err: Unsupported,
+                compiled_fn_name: str, runtime: Any) -> SplitFrame:
+    """Compile ``frame`` up to the break ``err`` reported; raises ``Unsupported`` when the
+    frame cannot be split (it then runs as Python)."""
+    if err.root_index is None:
+        raise unsupported("the break is not at an instruction of the frame")
+    if code.co_cellvars:
+        raise unsupported("graph break in a function whose locals are captured by a closure")
+    if _PROLOGUE_END.get(code, -1) > err.root_index:
+        raise unsupported("graph break while entering a resume function")
+    dis_insts = list(dis.get_instructions(code))
+    insts = instructions_from_code(code)
+    by_offset = {inst.offset: i for i, inst in enumerate(insts)}
+    region = _choose_region(insts, by_offset, dis_insts, err)
+
+    result = translate(code, list(frame.localsplus), frame.f_globals, frame.f_builtins,
+                       frame.closure, None, stop_at_step=region.stop_step)
+    tx = result.stopped
+    if tx is None:
+        raise unsupported("the second trace did not reach the graph break")
+    if dis_insts[tx.index].offset != insts[region.start].offset:
+        raise unsupported("the second trace stopped at a different instruction")
+    return _Builder(code, insts, region, tx, result, backend, compiled_fn_name, runtime).build()
+
+
+def _choose_region(insts: list[Instruction], by_offset: dict[int, int], dis_insts: list,
+                   err: Unsupported) -> _Region:
+    at = by_offset[dis_insts[err.root_index].offset]
+    loop = _outermost_loop(insts, at)
+    if loop is None:
+        if insts[at].opname in _NOT_RESUMABLE:
+            raise unsupported(f"graph break at {insts[at].opname}")
+        return _Region(at, at, err.root_step, is_loop=False)
+    start, end = loop
+    dis_index = next(i for i, d in enumerate(dis_insts) if d.offset == insts[start].offset)
+    if dis_index not in err.first_steps:
+        raise unsupported("loop header was never reached")
+    return _Region(start, end, err.first_steps[dis_index], is_loop=True)
+
+
+def _outermost_loop(insts: list[Instruction], at: int) -> tuple[int, int] | None:
+    """``(header, backward jump)`` of the outermost loop containing instruction ``at``."""
+    index = {id(inst): i for i, inst in enumerate(insts)}
+    best = None
+    for i, inst in enumerate(insts):
+        if inst.is_jump and inst.target is not None:
+            target = index[id(inst.target)]
+            if target <= at <= i and (best is None or target < best[0] or
+                                      (target == best[0] and i > best[1])):
+                best = (target, i)
+    return best
+
+
+# LOAD_METHOD pushes NULL or not depending on the object: the stack after it is unknown.
+_NOT_RESUMABLE = frozenset({"LOAD_METHOD", "RETURN_VALUE", "YIELD_VALUE", "SEND",
+                            "FOR_ITER", "PRECALL", "KW_NAMES", "RERAISE", "PUSH_EXC_INFO",
+                            "POP_EXCEPT", "CHECK_EXC_MATCH", "WITH_EXCEPT_START"})
+# Values these push besides the net stack effect (for the stack layout after them).
+_PUSHES_NOTHING = frozenset({"STORE_ATTR", "STORE_SUBSCR", "DELETE_SUBSCR", "DELETE_ATTR",
+                             "STORE_GLOBAL", "DELETE_GLOBAL", "POP_TOP", "RAISE_VARARGS",
+                             "IMPORT_STAR", "PRINT_EXPR"})
+
+
+def _pushes(inst: Instruction) -> int:
+    if inst.opname in _PUSHES_NOTHING or inst.opname.startswith("POP_JUMP"):
+        return 0
+    if inst.opname == "UNPACK_SEQUENCE":
+        return inst.arg
+    if inst.opname == "UNPACK_EX":
+        return (inst.arg & 0xFF) + (inst.arg >> 8) + 1
+    if inst.opname == "BEFORE_WITH":
+        return 2
+    return 1
+
+
+def _inputs(inst: Instruction) -> int:
+    """Stack items ``inst`` consumes (on the path that falls through)."""
+    if inst.opname in ("JUMP_IF_TRUE_OR_POP", "JUMP_IF_FALSE_OR_POP"):
+        return 1
+    if inst.opname == "CALL":  # its PRECALL pops the arguments in dis's accounting
+        return inst.arg + 2
+    effect = dis.stack_effect(inst.opcode, inst.arg, jump=False) if inst.opcode >= \
+        version.HAVE_ARGUMENT else dis.stack_effect(inst.opcode, jump=False)
+    return _pushes(inst) - effect
+
+
+# ---------------------------------------------------------------- the transformed code
+
+@dataclass
+class _Exit:
+    """Where control leaves the region: ``stub`` is the first instruction of the code
+    that calls the resume function for ``target``."""
+
+    target: Instruction
+    depth: int
+    nulls: frozenset[int]
+    handler: ExceptionTableEntry | None = None
+    stub: Instruction = field(default_factory=lambda: create_instruction("NOP"))
+
+
+class _Builder:
+    def __init__(self, code: CodeType, insts: list[Instruction], region: _Region,
+                 tx: InstructionTranslator, result: Any, backend: Callable,
+                 compiled_fn_name: str, runtime: Any):
+        self.code = code
+        self.insts = insts
+        self.region = region
+        self.tx = tx
+        self.result = result
+        self.backend = backend
+        self.compiled_fn_name = compiled_fn_name
+        self.runtime = runtime
+        self.index = {id(inst): i for i, inst in enumerate(insts)}
+        self.depths = stack_depths(insts)
+        self.line = insts[region.start].lineno or code.co_firstlineno
+        self.stack = list(tx.stack)
+        self.resume_codes: list[CodeType] = []
+
+    # -- orchestration ------------------------------------------------------------
+    def build(self) -> SplitFrame:
+        plans = OutputPlanBuilder()
+        stack_plans = [self._stack_plan(plans, value) for value in self.stack]
+        changed = self._changed_locals()
+        local_plans = [(name, plans.plan(value)) for name, value in changed]
+        region_code, exits = self._region()
+        stubs = [inst for ex in exits for inst in self._exit_stub(ex)]
+        capture = self._finish_graph(plans)
+        body = self._graph_call(capture) if capture.graph_module is not None else []
+        body += self._restore_state(stack_plans, local_plans) + region_code + stubs
+        for inst in body:
+            if inst.positions is None:
+                inst.positions = dis.Positions(self.line, self.line, None, None)
+        transformed = assemble(
+            prelude(self.code) + body, self.code,
+            co_varnames=parameter_names(self.code),
+            co_cellvars=(),
+            co_flags=self.code.co_flags & ~version.GENERATOR_FLAGS)
+        return SplitFrame(capture, transformed, self.resume_codes)
+
+    # -- the graph ----------------------------------------------------------------
+    def _finish_graph(self, plans: OutputPlanBuilder):
+        from .symbolic import CaptureResult
+
+        output = self.tx.output
+        graph_module = output.finish(plans.nodes)
+        capture = CaptureResult(graph_module=graph_module,
+                                graph_inputs=[inp.source for inp in output.inputs],
+                                example_inputs=output.example_inputs(),
+                                guards=output.guards)
+        if capture.op_count == 0 and not plans.nodes:
+            capture.graph_module = None
+            return capture
+        capture.compiled_fn = self.backend(graph_module, capture.example_inputs)
+        return capture
+
+    def _graph_call(self, capture) -> list[Instruction]:
+        body = [create_load_global(self.compiled_fn_name, push_null=True)]
+        for source in capture.graph_inputs:
+            body += load_source(source, self.code)
+        body += create_call(len(capture.graph_inputs))
+        body.append(create_instruction("STORE_FAST", argval=GRAPH_OUTPUTS_LOCAL))
+        return body
+
+    # -- state at the break -------------------------------------------------------
+    def _stack_plan(self, plans: OutputPlanBuilder, value: VariableTracker):
+        if value is NULL:
+            return None
+        if isinstance(value, GradModeExitVariable):
+            return value
+        return plans.plan(value)
+
+    def _changed_locals(self) -> list[tuple[str, VariableTracker]]:
+        """Locals whose value differs from what the frame started with."""
+        params = set(parameter_names(self.code))
+        changed = []
+        for name, value in self.tx.locals.items():
+            if isinstance(value, LazyArgument):
+                continue
+            source = getattr(value, "source", None)
+            if name in params and isinstance(source, LocalSource) and source.local_name == name:
+                continue
+            changed.append((name, value))
+        return changed
+
+    def _bound_locals(self) -> set[str]:
+        return set(self.tx.locals)
+
+    def _restore_state(self, stack_plans: list, local_plans: list) -> list[Instruction]:
+        """Push the stack, store the locals, set the grad mode of the break."""
+        out: list[Instruction] = []
+        with_items = [p for p in stack_plans if isinstance(p, GradModeExitVariable)]
+        for plan in stack_plans:
+            if plan is None:
+                out.append(create_push_null())
+            elif isinstance(plan, GradModeExitVariable):
+                out += _reenter_grad_mode(plan)
+            else:
+                out += load_plan(plan, self.code)
+        # Values first, stores after: a plan may read a local another store replaces.
+        for _, plan in local_plans:
+            out += load_plan(plan, self.code)
+        for name, _ in reversed(local_plans):
+            out.append(create_instruction("STORE_FAST", argval=name))
+        mode = self.tx.grad_mode_at_stop
+        if with_items or mode != self.tx.grad_mode_at_start:
+            out += _set_grad_mode(mode)
+        return out
+
+    # -- the native region and its exits -----------------------------------------
+    def _region(self) -> tuple[list[Instruction], list[_Exit]]:
+        region = self.region
+        originals = self.insts[region.start:region.end + 1]
+        copies = {id(inst): copy.copy(inst) for inst in originals}
+        exits: dict[tuple, _Exit] = {}
+        entries: dict[int, ExceptionTableEntry] = {}
+
+        def exit_to(target: Instruction, depth: int) -> Instruction:
+            key = ("jump", id(target), depth)
+            if key not in exits:
+                exits[key] = _Exit(target, depth, self._nulls(depth))
+            return exits[key].stub
+
+        for inst in originals:
+            new = copies[id(inst)]
+            if inst.is_jump and inst.target is not None:
+                if id(inst.target) in copies:
+                    new.target = copies[id(inst.target)]
+                else:
+                    new.target = exit_to(inst.target, self._depth_after(inst, jump=True))
+            entry = inst.exn_tab_entry
+            if entry is not None:
+                if id(entry) not in entries:
+                    entries[id(entry)] = self._region_entry(entry, copies, exits)
+                new.exn_tab_entry = entries[id(entry)]
+        code = [copies[id(inst)] for inst in originals]
+        if region.start == region.end and originals[0].opname == "CALL":
+            code = self._call_with_prefix(originals[0], copies[id(originals[0])])
+        last = originals[-1]
+        if last.opname not in version.TERMINATOR_OPNAMES:
+            following = self.insts[region.end + 1]
+            code.append(create_jump(exit_to(following, self._depth_after(last, jump=False))))
+        return code, list(exits.values())
+
+    def _call_with_prefix(self, original: Instruction, call: Instruction) -> list[Instruction]:
+        """``CALL`` needs its ``PRECALL`` (and ``KW_NAMES``) directly before it."""
+        insts = create_call(original.arg, tuple(self.tx.kw_names or ()))
+        for inst in insts[:-1]:
+            inst.exn_tab_entry = call.exn_tab_entry
+            inst.positions = original.positions
+        return insts[:-1] + [call]
+
+    def _region_entry(self, entry: ExceptionTableEntry, copies: dict,
+                      exits: dict) -> ExceptionTableEntry:
+        if id(entry.target) in copies:
+            target = copies[id(entry.target)]
+        else:
+            key = ("handler", id(entry))
+            if key not in exits:
+                depth = entry.depth + int(entry.lasti) + 1
+                if entry.depth > self._untouched():
+                    raise unsupported("exception handler below the values the break rebuilds")
+                exits[key] = _Exit(entry.target, depth, self._nulls(entry.depth), handler=entry)
+            target = exits[key].stub
+        return ExceptionTableEntry(entry.start, entry.end, target, entry.depth, entry.lasti)
+
+    def _untouched(self) -> int:
+        """Stack items below those the region's first instruction consumes."""
+        if self.region.is_loop:
+            return len(self.stack)
+        return len(self.stack) - _inputs(self.insts[self.region.start])
+
+    def _depth_after(self, inst: Instruction, jump: bool) -> int:
+        if not self.region.is_loop:
+            depth = self._untouched() + _pushes(inst)
+            if jump and inst.opname in ("JUMP_IF_TRUE_OR_POP", "JUMP_IF_FALSE_OR_POP"):
+                depth = len(self.stack)
+            return depth
+        target = inst.target if jump else self.insts[self.index[id(inst)] + 1]
+        depth = self.depths[self.index[id(target)]]
+        if depth is None or depth > len(self.stack):
+            raise unsupported("a loop exit with more values on the stack than at its start")
+        return depth
+
+    def _nulls(self, depth: int) -> frozenset[int]:
+        keep = min(depth, self._untouched())
+        return frozenset(i for i in range(keep) if self.stack[i] is NULL)
+
+    def _exit_stub(self, ex: _Exit) -> list[Instruction]:
+        """Pop the stack into temporaries, call the resume function, return its result."""
+        names = self._exit_locals(ex)
+        resume = self._resume_code(ex, names)
+        out: list[Instruction] = []
+        temps = []
+        for position in reversed(range(ex.depth)):
+            if position in ex.nulls:
+                out += _pop_null()
+            else:
+                temp = f"{_STACK_PREFIX}{position}"
+                temps.append(temp)
+                out.append(create_instruction("STORE_FAST", argval=temp))
+        temps.reverse()
+        out += [create_push_null(), *_make_function(resume, self.code)]
+        out += [create_instruction("LOAD_FAST", argval=name) for name in temps + names]
+        out += create_call(len(temps) + len(names))
+        out.append(create_instruction("RETURN_VALUE"))
+        ex.stub.opname, ex.stub.opcode = "NOP", version.OPMAP["NOP"]
+        return [ex.stub] + out
+
+    def _exit_locals(self, ex: _Exit) -> list[str]:
+        """Locals the code after the exit may read; all must be bound there."""
+        fast = set(self.code.co_varnames)
+        live = live_locals(self.insts, ex.target) & fast
+        bound = self._bound_locals()
+        if self.region.is_loop:
+            assigned = {i.argval for i in self.insts[self.region.start:self.region.end + 1]
+                        if i.opname in ("STORE_FAST", "DELETE_FAST")}
+            unsure = live & assigned - bound
+            deleted = {i.argval for i in self.insts[self.region.start:self.region.end + 1]
+                       if i.opname == "DELETE_FAST"}
+            if unsure or live & deleted:
+                raise unsupported(f"locals {sorted(unsure | (live & deleted))} may be unbound "
+                                  "after a loop with a graph break")
+        return sorted(live & bound, key=self._local_order)
+
+    def _local_order(self, name: str) -> int:
+        names = self.code.co_varnames
+        return names.index(name) if name in names else len(names)
+
+    def _resume_code(self, ex: _Exit, names: list[str]) -> CodeType:
+        key = (self.code, ex.target.offset, ex.depth, ex.nulls, tuple(names),
+               ex.handler is not None)
+        code = _RESUME_CACHE.get(key)
+        if code is None:
+            code = _make_resume_code(self.code, ex.target.offset, ex.depth, ex.nulls, names)
+            _RESUME_CACHE[key] = code
+            if ex.handler is not None:
+                self.runtime.set_code_action(code, self.runtime.SKIP)
+        self.resume_codes.append(code)
+        return code
+
+
+# ---------------------------------------------------------------- small sequences
+
+def _pop_null() -> list[Instruction]:
+    """``POP_TOP`` cannot pop a NULL: call a no-argument builtin over it instead."""
+    return [create_load_const(tuple), *create_call(0), create_instruction("POP_TOP")]
+
+
+def _make_function(code: CodeType, original: CodeType) -> list[Instruction]:
+    """A function for ``code`` with the frame's globals and, if any, its closure."""
+    if not code.co_freevars:
+        return [create_load_const(code), create_instruction("MAKE_FUNCTION", arg=0)]
+    cells = [create_instruction("LOAD_CLOSURE", argval=name) for name in code.co_freevars]
+    return [*cells, create_instruction("BUILD_TUPLE", arg=len(cells)), create_load_const(code),
+            create_instruction("MAKE_FUNCTION", arg=0x08)]
+
+
+def _set_grad_mode(mode: bool) -> list[Instruction]:
+    return [create_push_null(), create_load_const(torch._C._set_grad_enabled),
+            create_load_const(mode), *create_call(1), create_instruction("POP_TOP")]
+
+
+def _reenter_grad_mode(exit_var: GradModeExitVariable) -> list[Instruction]:
+    """Enter a real grad-mode context as the traced ``with`` did: restore the mode it
+    saw at entry, then ``BEFORE_WITH`` leaves the real ``__exit__`` on the stack."""
+    ctx = exit_var.ctx
+    factory = torch.enable_grad if ctx.target else torch.no_grad
+    return [*_set_grad_mode(bool(ctx.prior)), create_push_null(), create_load_const(factory),
+            *create_call(0), create_instruction("BEFORE_WITH"), create_instruction("POP_TOP")]
+
+
+# ---------------------------------------------------------------- resume functions
+
+def _make_resume_code(original: CodeType, target_offset: int, depth: int,
+                      nulls: frozenset[int], local_names: Sequence[str]) -> CodeType:
+    """``original`` entered at ``target_offset`` with ``depth`` stack values (NULL at
+    ``nulls``, the others arguments) and ``local_names`` as the remaining arguments."""
+    insts = instructions_from_code(original)
+    body_start = next(i + 1 for i, inst in enumerate(insts) if inst.opname == "RESUME")
+    body = insts[body_start:]
+    target = next(inst for inst in body if inst.offset == target_offset)
+    stack_args = [f"{_STACK_PREFIX}{i}" for i in range(depth) if i not in nulls]
+    params = stack_args + list(local_names)
+    entry: list[Instruction] = []
+    for i in range(depth):
+        if i in nulls:
+            entry.append(create_push_null())
+        else:
+            entry.append(create_instruction("LOAD_FAST", argval=f"{_STACK_PREFIX}{i}"))
+    entry.append(create_jump(target))
+    line = target.lineno or original.co_firstlineno
+    for inst in entry:
+        inst.positions = dis.Positions(line, line, None, None)
+    head = prelude(original)
+    others = [n for n in original.co_varnames if n not in params]
+    name = f"{original.co_name}_resume_at_line_{line}_{next(_resume_counter)}"
+    code = assemble(
+        head + entry + body, original,
+        co_argcount=len(params), co_posonlyargcount=0, co_kwonlyargcount=0,
+        co_varnames=tuple(params + others), co_cellvars=(),
+        co_flags=original.co_flags & ~(version.GENERATOR_FLAGS | 0x04 | 0x08),
+        co_name=name, co_qualname=f"{original.co_qualname}.<resume at line {line}>")
+    # In dis instructions (what the translator indexes): up to the prologue's jump.
+    _PROLOGUE_END[code] = next(i for i, inst in enumerate(dis.get_instructions(code))
+                               if inst.opname == "JUMP_FORWARD") + 1
+    return code
+
+
+__all__ = ["SplitFrame", "is_resume_code", "split_frame"]
