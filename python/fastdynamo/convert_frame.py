@@ -32,6 +32,9 @@ from .symbolic.exc import FullGraphError, Unsupported
 _compiled_fn_counter = itertools.count()
 # One translation at a time: FakeTensorMode and grad-mode juggling are process-global.
 _compile_lock = threading.RLock()
+# Module bodies, and comprehensions called by Python code (their argument is an
+# iterator the translator cannot read; traced frames inline them instead).
+_NOT_COMPILED_NAMES = frozenset({"<module>", "<listcomp>", "<dictcomp>", "<setcomp>"})
 _NOT_COMPILED_FLAGS = (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
                        | inspect.CO_ITERABLE_COROUTINE)
 
@@ -122,7 +125,7 @@ class ConvertFrame:
             return "SKIP_RECURSIVE"  # generated graph code: nothing below it is user code
         if code in self.entry_codes:
             return None
-        if code.co_flags & _NOT_COMPILED_FLAGS or code.co_name == "<module>":
+        if code.co_flags & _NOT_COMPILED_FLAGS or code.co_name in _NOT_COMPILED_NAMES:
             return "SKIP"
         if filename.startswith(self._skip_dirs):
             return "SKIP"

@@ -63,6 +63,7 @@ from .symbolic.exc import Unsupported, unsupported
 from .symbolic.output import OutputPlanBuilder
 from .symbolic.translator import InstructionTranslator, LazyArgument
 from .symbolic.variables.base import NULL, VariableTracker
+from .symbolic.variables.containers import IteratorVariable
 from .symbolic.variables.torch_functions import GradModeExitVariable
 
 _STACK_PREFIX = "___stack"
@@ -94,7 +95,9 @@ class _Region:
 # Resume code -> index (in dis instructions) of the first original instruction: a break
 # before it (while its prologue pushes the stack) makes no progress.
 _PROLOGUE_END: "weakref.WeakKeyDictionary[CodeType, int]" = weakref.WeakKeyDictionary()
-_RESUME_CACHE: dict[tuple, CodeType] = {}
+# Original code -> (exit key -> resume code), so recompiling a frame reuses its resume
+# functions (and their cache entries).
+_RESUME_CACHE: "weakref.WeakKeyDictionary[CodeType, dict]" = weakref.WeakKeyDictionary()
 
 
 def is_resume_code(code: CodeType) -> bool:
@@ -167,7 +170,8 @@ _PUSHES_NOTHING = frozenset({"STORE_ATTR", "STORE_SUBSCR", "DELETE_SUBSCR", "DEL
 
 
 def _pushes(inst: Instruction) -> int:
-    if inst.opname in _PUSHES_NOTHING or inst.opname.startswith("POP_JUMP"):
+    if inst.opname in _PUSHES_NOTHING or inst.opname.startswith("POP_JUMP") or \
+            inst.opname in ("JUMP_IF_TRUE_OR_POP", "JUMP_IF_FALSE_OR_POP"):
         return 0
     if inst.opname == "UNPACK_SEQUENCE":
         return inst.arg
@@ -200,6 +204,7 @@ class _Exit:
     depth: int
     nulls: frozenset[int]
     handler: ExceptionTableEntry | None = None
+    bound: frozenset[str] = frozenset()  # locals bound on every path to the exit
     stub: Instruction = field(default_factory=lambda: create_instruction("NOP"))
 
 
@@ -287,9 +292,6 @@ class _Builder:
             changed.append((name, value))
         return changed
 
-    def _bound_locals(self) -> set[str]:
-        return set(self.tx.locals)
-
     def _restore_state(self, stack_plans: list, local_plans: list) -> list[Instruction]:
         """Push the stack, store the locals, set the grad mode of the break."""
         out: list[Instruction] = []
@@ -318,33 +320,49 @@ class _Builder:
         copies = {id(inst): copy.copy(inst) for inst in originals}
         exits: dict[tuple, _Exit] = {}
         entries: dict[int, ExceptionTableEntry] = {}
+        bound_in, bound_loop = _definitely_bound(self.insts, region.start, region.end,
+                                                 frozenset(self.tx.locals))
 
-        def exit_to(target: Instruction, depth: int) -> Instruction:
+        def exit_to(source: int, target: Instruction, depth: int, bound: frozenset) -> Instruction:
             key = ("jump", id(target), depth)
             if key not in exits:
-                exits[key] = _Exit(target, depth, self._nulls(depth))
+                exits[key] = _Exit(target, depth, self._nulls(depth), bound=bound)
+            exits[key].bound &= bound
             return exits[key].stub
 
-        for inst in originals:
+        for i, inst in enumerate(originals, region.start):
             new = copies[id(inst)]
+            after = _transfer(bound_in[i], inst) if i in bound_in else frozenset()
             if inst.is_jump and inst.target is not None:
                 if id(inst.target) in copies:
                     new.target = copies[id(inst.target)]
                 else:
-                    new.target = exit_to(inst.target, self._depth_after(inst, jump=True))
+                    exhausted = inst.opname == "FOR_ITER" and i == region.start
+                    bound = bound_loop if exhausted and self._iterates_once() else after
+                    new.target = exit_to(i, inst.target, self._depth_after(inst, jump=True), bound)
             entry = inst.exn_tab_entry
             if entry is not None:
                 if id(entry) not in entries:
                     entries[id(entry)] = self._region_entry(entry, copies, exits)
                 new.exn_tab_entry = entries[id(entry)]
+                handler = exits.get(("handler", id(entry)))
+                if handler is not None:
+                    handler.bound &= bound_in.get(i, frozenset())
         code = [copies[id(inst)] for inst in originals]
         if region.start == region.end and originals[0].opname == "CALL":
             code = self._call_with_prefix(originals[0], copies[id(originals[0])])
         last = originals[-1]
         if last.opname not in version.TERMINATOR_OPNAMES:
             following = self.insts[region.end + 1]
-            code.append(create_jump(exit_to(following, self._depth_after(last, jump=False))))
+            bound = _transfer(bound_in.get(region.end, frozenset()), last)
+            code.append(create_jump(exit_to(region.end, following,
+                                            self._depth_after(last, jump=False), bound)))
         return code, list(exits.values())
+
+    def _iterates_once(self) -> bool:
+        """A ``for`` loop entered with items left runs its body at least once."""
+        top = self.stack[-1] if self.stack else None
+        return isinstance(top, IteratorVariable) and len(top.items) > top.index
 
     def _call_with_prefix(self, original: Instruction, call: Instruction) -> list[Instruction]:
         """``CALL`` needs its ``PRECALL`` (and ``KW_NAMES``) directly before it."""
@@ -364,7 +382,8 @@ class _Builder:
                 depth = entry.depth + int(entry.lasti) + 1
                 if entry.depth > self._untouched():
                     raise unsupported("exception handler below the values the break rebuilds")
-                exits[key] = _Exit(entry.target, depth, self._nulls(entry.depth), handler=entry)
+                exits[key] = _Exit(entry.target, depth, self._nulls(entry.depth), handler=entry,
+                                   bound=frozenset(self.tx.locals))
             target = exits[key].stub
         return ExceptionTableEntry(entry.start, entry.end, target, entry.depth, entry.lasti)
 
@@ -412,36 +431,79 @@ class _Builder:
         return [ex.stub] + out
 
     def _exit_locals(self, ex: _Exit) -> list[str]:
-        """Locals the code after the exit may read; all must be bound there."""
+        """Locals the code after the exit may read: each must be bound on every path
+        there, or unbound on every path (then the resume function raises as CPython would)."""
         fast = set(self.code.co_varnames)
         live = live_locals(self.insts, ex.target) & fast
-        bound = self._bound_locals()
-        if self.region.is_loop:
-            assigned = {i.argval for i in self.insts[self.region.start:self.region.end + 1]
-                        if i.opname in ("STORE_FAST", "DELETE_FAST")}
-            unsure = live & assigned - bound
-            deleted = {i.argval for i in self.insts[self.region.start:self.region.end + 1]
-                       if i.opname == "DELETE_FAST"}
-            if unsure or live & deleted:
-                raise unsupported(f"locals {sorted(unsure | (live & deleted))} may be unbound "
-                                  "after a loop with a graph break")
-        return sorted(live & bound, key=self._local_order)
+        maybe = set(self.tx.locals) | {
+            i.argval for i in self.insts[self.region.start:self.region.end + 1]
+            if i.opname == "STORE_FAST"}
+        unsure = (live & maybe) - ex.bound
+        if unsure:
+            raise unsupported(f"locals {sorted(unsure)} may be unbound where the frame resumes")
+        return sorted(live & ex.bound, key=self._local_order)
 
     def _local_order(self, name: str) -> int:
         names = self.code.co_varnames
         return names.index(name) if name in names else len(names)
 
     def _resume_code(self, ex: _Exit, names: list[str]) -> CodeType:
-        key = (self.code, ex.target.offset, ex.depth, ex.nulls, tuple(names),
-               ex.handler is not None)
-        code = _RESUME_CACHE.get(key)
+        key = (ex.target.offset, ex.depth, ex.nulls, tuple(names))
+        cache = _RESUME_CACHE.setdefault(self.code, {})
+        code = cache.get(key)
         if code is None:
-            code = _make_resume_code(self.code, ex.target.offset, ex.depth, ex.nulls, names)
-            _RESUME_CACHE[key] = code
-            if ex.handler is not None:
-                self.runtime.set_code_action(code, self.runtime.SKIP)
+            code = cache[key] = _make_resume_code(self.code, ex.target.offset, ex.depth,
+                                                  ex.nulls, names)
+        if ex.handler is not None:
+            self.runtime.set_code_action(code, self.runtime.SKIP)  # exception paths run as Python
         self.resume_codes.append(code)
         return code
+
+
+# ---------------------------------------------------------------- definite assignment
+
+def _transfer(bound: frozenset, inst: Instruction) -> frozenset:
+    if inst.opname == "STORE_FAST":
+        return bound | {inst.argval}
+    if inst.opname == "DELETE_FAST":
+        return bound - {inst.argval}
+    return bound
+
+
+def _definitely_bound(insts: list[Instruction], start: int, end: int,
+                      entry: frozenset) -> tuple[dict[int, frozenset], frozenset]:
+    """Locals bound on every path to each instruction of ``start..end`` (entered at
+    ``start`` with ``entry`` bound), and on every path that comes back to ``start``
+    from inside the region (a loop's later iterations)."""
+    index = {id(inst): i for i, inst in enumerate(insts)}
+    bound_in: dict[int, frozenset] = {start: entry}
+    loop: frozenset | None = None
+    changed = True
+    while changed:
+        changed = False
+        for i in range(start, end + 1):
+            if i not in bound_in:
+                continue
+            inst = insts[i]
+            after = _transfer(bound_in[i], inst)
+            edges = []
+            if inst.opname not in version.TERMINATOR_OPNAMES and i < end:
+                edges.append((i + 1, after))
+            if inst.is_jump and inst.target is not None:
+                edges.append((index[id(inst.target)], after))
+            if inst.exn_tab_entry is not None:
+                edges.append((index[id(inst.exn_tab_entry.target)], bound_in[i]))
+            for succ, state in edges:
+                if not start <= succ <= end:
+                    continue
+                if succ == start:
+                    loop = state if loop is None else loop & state
+                    state = entry & loop
+                new = state if succ not in bound_in else bound_in[succ] & state
+                if new != bound_in.get(succ):
+                    bound_in[succ] = new
+                    changed = True
+    return bound_in, loop if loop is not None else entry
 
 
 # ---------------------------------------------------------------- small sequences
