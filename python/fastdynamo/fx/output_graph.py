@@ -25,6 +25,7 @@ import torch.fx
 from torch._subclasses.fake_tensor import (DataDependentOutputException,
                                            DynamicOutputShapeException, FakeTensorMode)
 
+from .. import config
 from ..guards import Guard, tensor_match
 from ..sources import Source
 from ..symbolic.exc import unsupported
@@ -61,8 +62,6 @@ class OutputGraph:
     def count_step(self) -> None:
         """One more instruction traced; past ``config.max_trace_steps`` the trace gives up
         (a long Python loop is cheaper to run than to unroll)."""
-        from .. import config
-
         self.steps += 1
         if self.steps > config.max_trace_steps:
             raise unsupported(f"trace longer than {config.max_trace_steps} instructions "
