@@ -253,3 +253,18 @@ def test_reset_drops_entries():
     assert len(entries(f)) == 1
     fastdynamo.reset()
     assert len(entries(f)) == 0
+
+
+def test_values_made_by_each_call_are_guarded_by_value():
+    def f(x, dev, r, size, sl):
+        return x.to(dev).reshape(size)[sl] + len(r)
+
+    compiled = fastdynamo.compile(f)
+    x = torch.arange(6.0)
+    for _ in range(3):  # fresh device, range, Size and slice objects on every call
+        out = compiled(x, torch.device("cpu"), range(3), torch.Size([2, 3]), slice(0, 1))
+        torch.testing.assert_close(out, f(x, torch.device("cpu"), range(3), torch.Size([2, 3]), slice(0, 1)))
+    assert len(entries(f)) == 1
+    out = compiled(x, torch.device("cpu"), range(4), torch.Size([3, 2]), slice(1, 3))
+    torch.testing.assert_close(out, f(x, torch.device("cpu"), range(4), torch.Size([3, 2]), slice(1, 3)))
+    assert len(entries(f)) == 2

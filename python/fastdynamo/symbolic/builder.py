@@ -136,9 +136,20 @@ def wrap_value(tx, value: Any, source: Source | None) -> VariableTracker:
     if isinstance(value, types.ModuleType):
         guard(id_is(value))
         return PythonModuleVariable(value, source)
-    if isinstance(value, (torch.dtype, torch.device, torch.layout, torch.memory_format, enum.Enum)) \
-            or value is Ellipsis or type(value) in (slice, range, torch.Size):
-        guard(id_is(value))
+    if isinstance(value, (torch.dtype, torch.layout, torch.memory_format, enum.Enum)) \
+            or value is Ellipsis:
+        guard(id_is(value))  # singletons
+        return ConstantVariable(value, source)
+    if type(value) in _FIELD_GUARDED:
+        # Made afresh by each call, so compared by value: exact type, then each field.
+        guard(type_is(type(value)))
+        if type(value) is torch.Size:
+            guard(len_is(len(value)))
+        if source is not None:
+            for name, field_source, field in _fields(value, source):
+                if not is_plain_constant(field):
+                    raise unsupported(f"{type(value).__name__} with a {type(field).__name__} {name}")
+                tx.output.add_guard(field_source, equals(field))
         return ConstantVariable(value, source)
     if isinstance(value, functools.partial):
         guard(type_is(functools.partial))
@@ -196,6 +207,15 @@ def wrap_value(tx, value: Any, source: Source | None) -> VariableTracker:
 
 
 _GRAD_MODE_CONTEXTS = (torch.no_grad, torch.enable_grad)
+_FIELD_GUARDED = (torch.device, slice, range, torch.Size)
+
+
+def _fields(value: Any, source: Source):
+    """(name, source, value) of what makes a device/slice/range/Size equal to another."""
+    if type(value) is torch.Size:
+        return [(f"item {i}", ItemSource(source, i), v) for i, v in enumerate(value)]
+    names = ("type", "index") if type(value) is torch.device else ("start", "stop", "step")
+    return [(name, AttrSource(source, name), getattr(value, name)) for name in names]
 
 
 def wrap_code_constant(value: Any) -> VariableTracker:
