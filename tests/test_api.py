@@ -268,3 +268,14 @@ def test_values_made_by_each_call_are_guarded_by_value():
     out = compiled(x, torch.device("cpu"), range(4), torch.Size([3, 2]), slice(1, 3))
     torch.testing.assert_close(out, f(x, torch.device("cpu"), range(4), torch.Size([3, 2]), slice(1, 3)))
     assert len(entries(f)) == 2
+
+
+def test_reset_removes_compiled_graphs_from_globals():
+    def f(x):
+        return x.sin() + 1
+
+    fastdynamo.compile(f)(torch.ones(2))
+    assert any(name.startswith("__compiled_fn_") for name in f.__globals__)
+    fastdynamo.reset()
+    assert not any(name.startswith("__compiled_fn_") for name in f.__globals__)
+    torch.testing.assert_close(fastdynamo.compile(f)(torch.ones(2)), f(torch.ones(2)))

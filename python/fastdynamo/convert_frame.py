@@ -39,6 +39,24 @@ _NOT_COMPILED_FLAGS = (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_
                        | inspect.CO_ITERABLE_COROUTINE)
 
 
+# (globals dict, name) of every compiled graph stored for transformed code to load.
+_installed_fns: list[tuple[dict, str]] = []
+
+
+def _install_compiled_fn(f_globals: dict, compiled_fn: Any) -> str:
+    name = f"__compiled_fn_{next(_compiled_fn_counter)}"
+    f_globals[name] = compiled_fn
+    _installed_fns.append((f_globals, name))
+    return name
+
+
+def forget_compiled_fns() -> None:
+    """Remove the compiled graphs from the globals they were stored in (``reset``)."""
+    while _installed_fns:
+        f_globals, name = _installed_fns.pop()
+        f_globals.pop(name, None)
+
+
 @dataclass
 class BreakReason:
     """A frame that ran as ordinary Python, and why."""
@@ -151,8 +169,7 @@ class ConvertFrame:
             logs.emit("breaks", f"{code.co_qualname}: no tensor operations; runs as Python")
             return runtime.SKIP
         _mark_skip_recursive(runtime, result.compiled_fn)
-        name = f"__compiled_fn_{next(_compiled_fn_counter)}"
-        frame.f_globals[name] = result.compiled_fn
+        name = _install_compiled_fn(frame.f_globals, result.compiled_fn)
         new_code = transformed_code(code, compiled_fn_name=name, graph_inputs=result.graph_inputs,
                                     output=result.output_plan)
         self.log_capture(code, result, new_code)
@@ -180,6 +197,7 @@ class ConvertFrame:
         if capture.compiled_fn is not None:
             _mark_skip_recursive(runtime, capture.compiled_fn)
             frame.f_globals[name] = capture.compiled_fn
+            _installed_fns.append((frame.f_globals, name))
             self.log_capture(code, capture, split.transformed)
             if self.recorder is not None:
                 self.recorder.captures.append(CaptureRecord(code, capture, split.transformed))
