@@ -279,3 +279,23 @@ def test_reset_removes_compiled_graphs_from_globals():
     fastdynamo.reset()
     assert not any(name.startswith("__compiled_fn_") for name in f.__globals__)
     torch.testing.assert_close(fastdynamo.compile(f)(torch.ones(2)), f(torch.ones(2)))
+
+
+def test_internal_compiler_error_falls_back_with_a_warning(monkeypatch):
+    from fastdynamo import config, convert_frame
+
+    def f(x):
+        return x.cos()
+
+    def broken(*args, **kwargs):
+        raise AttributeError("simulated translator bug")
+
+    monkeypatch.setattr(config, "fallback_on_internal_error", True)
+    monkeypatch.setattr(convert_frame, "translate", broken)
+    with pytest.warns(RuntimeWarning, match="simulated translator bug"):
+        out = fastdynamo.compile(f)(torch.ones(2))
+    torch.testing.assert_close(out, torch.ones(2).cos())
+    monkeypatch.setattr(config, "fallback_on_internal_error", False)
+    fastdynamo.reset()
+    with pytest.raises(AttributeError, match="simulated translator bug"):
+        fastdynamo.compile(f)(torch.ones(2))

@@ -18,3 +18,6 @@ max_trace_steps: int = 50_000
 # (The standard library is always skipped.)
 skip_packages: tuple[str, ...] = ("torch", "fastdynamo", "hypothesis", "_pytest", "pytest",
                                   "pluggy", "numpy")
+# A bug inside the compiler (anything but Unsupported) makes the frame run as Python and
+# is logged; the test suite turns this off so that such bugs fail loudly.
+fallback_on_internal_error: bool = True

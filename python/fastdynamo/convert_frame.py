@@ -14,6 +14,7 @@ import itertools
 import os
 import sysconfig
 import threading
+import warnings
 from dataclasses import dataclass, field
 from types import CodeType
 from typing import Any, Callable
@@ -134,7 +135,25 @@ class ConvertFrame:
         if skip is not None:
             return getattr(runtime, skip)
         with _compile_lock:
-            return self.compile_frame(runtime, frame)
+            try:
+                return self.compile_frame(runtime, frame)
+            except FullGraphError:
+                raise
+            except Exception as bug:  # noqa: BLE001 - a compiler bug must not break user code
+                if not config.fallback_on_internal_error:
+                    raise
+                return self.internal_error(runtime, code, bug)
+
+    def internal_error(self, runtime: Any, code: CodeType, bug: Exception) -> Any:
+        """A bug in the compiler: the frame runs as Python, and the bug is reported."""
+        reason = f"internal error: {type(bug).__name__}: {bug}"
+        logs.emit("breaks", f"{code.co_qualname} runs as Python: {reason}")
+        warnings.warn(f"fastdynamo: {code.co_qualname} ({code.co_filename}:{code.co_firstlineno}) "
+                      f"runs as Python after a compiler {reason}", RuntimeWarning, stacklevel=2)
+        if self.recorder is not None:
+            self.recorder.breaks.append(
+                BreakReason(f"{code.co_filename}:{code.co_firstlineno}", reason))
+        return runtime.SKIP
 
     def skip_action(self, code: CodeType) -> str | None:
         """``"SKIP"``/``"SKIP_RECURSIVE"`` for frames never compiled on their own."""
