@@ -179,7 +179,16 @@ def _pushes(inst: Instruction) -> int:
         return (inst.arg & 0xFF) + (inst.arg >> 8) + 1
     if inst.opname == "BEFORE_WITH":
         return 2
+    if inst.opname == "LOAD_GLOBAL":
+        return 1 + (inst.arg & 1)
     return 1
+
+
+def _output_nulls(inst: Instruction) -> frozenset[int]:
+    """Which of the values ``inst`` pushes are NULL (counted from the lowest)."""
+    if inst.opname == "LOAD_GLOBAL" and inst.arg & 1:
+        return frozenset({0})
+    return frozenset()
 
 
 def _inputs(inst: Instruction) -> int:
@@ -391,7 +400,11 @@ class _Builder:
         """Stack items below those the region's first instruction consumes."""
         if self.region.is_loop:
             return len(self.stack)
-        return len(self.stack) - _inputs(self.insts[self.region.start])
+        consumed = _inputs(self.insts[self.region.start])
+        if not 0 <= consumed <= len(self.stack):
+            raise unsupported(f"graph break at {self.insts[self.region.start].opname} with "
+                              f"{len(self.stack)} stack values")
+        return len(self.stack) - consumed
 
     def _depth_after(self, inst: Instruction, jump: bool) -> int:
         if not self.region.is_loop:
@@ -406,8 +419,12 @@ class _Builder:
         return depth
 
     def _nulls(self, depth: int) -> frozenset[int]:
-        keep = min(depth, self._untouched())
-        return frozenset(i for i in range(keep) if self.stack[i] is NULL)
+        untouched = self._untouched()
+        below = frozenset(i for i in range(min(depth, untouched)) if self.stack[i] is NULL)
+        if self.region.is_loop:
+            return below
+        pushed = _output_nulls(self.insts[self.region.start])
+        return below | {untouched + k for k in pushed if untouched + k < depth}
 
     def _exit_stub(self, ex: _Exit) -> list[Instruction]:
         """Pop the stack into temporaries, call the resume function, return its result."""
