@@ -148,7 +148,7 @@ class ConvertFrame:
         name = f"__compiled_fn_{next(_compiled_fn_counter)}"
         frame.f_globals[name] = result.compiled_fn
         new_code = transformed_code(code, compiled_fn_name=name, graph_inputs=result.graph_inputs,
-                                    output=result.output_plan)
+                                    output=result.output_plan, effects=result.effects)
         self.log_capture(code, result, new_code)
         if self.recorder is not None:
             self.recorder.captures.append(CaptureRecord(code, result, new_code))

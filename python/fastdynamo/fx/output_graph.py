@@ -49,7 +49,10 @@ class OutputGraph:
     """Graph, fake mode, inputs and guards of one capture (shared by inlined translators)."""
 
     def __init__(self) -> None:
+        from ..symbolic.side_effects import SideEffects
+
         self.graph = torch.fx.Graph()
+        self.side_effects = SideEffects(self.add_guard)
         self.fake_mode = FakeTensorMode()
         self.inputs: list[GraphInput] = []
         self._inputs_by_source: dict[Source, Any] = {}

@@ -1,14 +1,15 @@
 """Turning the symbolic return value into graph outputs and a codegen output plan.
 
 Tensors become graph outputs (``GraphOutput(i)``); constants are baked in; containers
-are rebuilt; values the frame received unchanged are reloaded from their source.
+are rebuilt; values the frame received (graph inputs included) are reloaded from their
+source.
 """
 from __future__ import annotations
 
 import torch
 
 from ..codegen import (BuildDict, BuildList, BuildTuple, Call, Constant, FromSource, GraphOutput,
-                       OutputPlan)
+                       OutputPlan, Shared)
 from .exc import unsupported
 from .variables.base import VariableTracker
 from .variables.constant import ConstantVariable
@@ -17,18 +18,48 @@ from .variables.tensor import TensorVariable
 
 
 class OutputPlanBuilder:
-    """Collects the FX nodes the rewritten code needs, in order, without duplicates."""
+    """Collects the FX nodes the rewritten code needs, in order, without duplicates.
+
+    One builder plans everything rebuilt after one graph (the return value, side
+    effects), so a container the trace made and left in two places (returned and
+    stored in an attribute) is one :class:`Shared` plan: one object, as in eager.
+    """
 
     def __init__(self) -> None:
         self.nodes: list[torch.fx.Node] = []
+        self._shared: dict[int, tuple[VariableTracker, Shared | None]] = {}
 
     def plan(self, value: VariableTracker) -> OutputPlan:
         if isinstance(value, TensorVariable):
+            if value.source is not None:
+                return FromSource(value.source)  # a graph input: the caller's own tensor
             if value.node not in self.nodes:
                 self.nodes.append(value.node)
             return GraphOutput(self.nodes.index(value.node))
-        if isinstance(value, (ListVariable, DictVariable)) and value.source is not None:
-            return FromSource(value.source)  # the caller's own (unmutated) object
+        if isinstance(value, (ListVariable, DictVariable, TupleVariable)) and value.source is not None:
+            return FromSource(value.source)  # the caller's own object (mutations are effects)
+        if isinstance(value, (TupleVariable, ListVariable, DictVariable)):
+            return self._shared_plan(value)
+        if isinstance(value, ConstantVariable):
+            return _constant_plan(value.value)
+        if value.source is not None:
+            return FromSource(value.source)
+        if value.is_python_constant():
+            return Constant(value.as_python_constant())
+        raise unsupported(f"{value.describe()} leaves the frame, and the rewritten code cannot rebuild it")
+
+    def _shared_plan(self, value: VariableTracker) -> Shared:
+        known = self._shared.get(id(value))
+        if known is not None:
+            if known[1] is None:
+                raise unsupported(f"{value.describe()} contains itself")
+            return known[1]
+        self._shared[id(value)] = (value, None)  # keeps value alive: its id stays its own
+        plan = Shared(len(self._shared) - 1, self._container_plan(value))
+        self._shared[id(value)] = (value, plan)
+        return plan
+
+    def _container_plan(self, value: VariableTracker) -> OutputPlan:
         if isinstance(value, TupleVariable):
             items = [self.plan(item) for item in value.items]
             if value.tuple_type is tuple:
@@ -36,15 +67,7 @@ class OutputPlanBuilder:
             return Call(Constant(value.tuple_type), [BuildTuple(items)])
         if isinstance(value, ListVariable):
             return BuildList([self.plan(item) for item in value.items])
-        if isinstance(value, DictVariable):
-            return BuildDict([(Constant(k), self.plan(v)) for k, v in value.items.items()])
-        if isinstance(value, ConstantVariable):
-            return _constant_plan(value.value)
-        if value.source is not None:
-            return FromSource(value.source)
-        if value.is_python_constant():
-            return Constant(value.as_python_constant())
-        raise unsupported(f"returning {value.describe()}, which the rewritten code cannot rebuild")
+        return BuildDict([(Constant(k), self.plan(v)) for k, v in value.items.items()])
 
 
 def _constant_plan(value) -> OutputPlan:

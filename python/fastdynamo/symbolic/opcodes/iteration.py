@@ -2,15 +2,12 @@
 from __future__ import annotations
 
 from ..variables.constant import ConstantVariable
-from ..variables.containers import IteratorVariable
+from ..variables.containers import iterate
 
 
 class IterationOpcodes:
     def GET_ITER(self, inst):
-        value = self.pop()
-        if not isinstance(value, IteratorVariable):
-            value = IteratorVariable(value.unpack_var_sequence(self))
-        self.push(value)
+        self.push(iterate(self, self.pop()))
 
     def FOR_ITER(self, inst):
         item = self.stack[-1].next_item()
