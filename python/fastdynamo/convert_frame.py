@@ -190,7 +190,7 @@ class ConvertFrame:
         _mark_skip_recursive(runtime, result.compiled_fn)
         name = _install_compiled_fn(frame.f_globals, result.compiled_fn)
         new_code = transformed_code(code, compiled_fn_name=name, graph_inputs=result.graph_inputs,
-                                    output=result.output_plan)
+                                    output=result.output_plan, effects=result.effects)
         self.log_capture(code, result, new_code)
         if self.recorder is not None:
             self.recorder.captures.append(CaptureRecord(code, result, new_code))

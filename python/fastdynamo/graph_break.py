@@ -55,8 +55,8 @@ from .bytecode import (
     stack_depths,
 )
 from .bytecode import version
-from .codegen import (GRAPH_OUTPUTS_LOCAL, Call, Constant, FromSource, OutputPlan,
-                      load_plan, load_source, parameter_names, prelude)
+from .codegen import (GRAPH_OUTPUTS_LOCAL, effect_instructions, load_source,
+                      parameter_names, prelude)
 from .sources import LocalSource
 from .symbolic import translate
 from .symbolic.exc import Unsupported, unsupported
@@ -241,11 +241,12 @@ class _Builder:
         stack_plans = [self._stack_plan(plans, value) for value in self.stack]
         changed = self._changed_locals()
         local_plans = [(name, plans.plan(value)) for name, value in changed]
+        effects = self.tx.output.side_effects.plans(plans)
         region_code, exits = self._region()
         stubs = [inst for ex in exits for inst in self._exit_stub(ex)]
         capture = self._finish_graph(plans)
         body = self._graph_call(capture) if capture.graph_module is not None else []
-        body += self._restore_state(stack_plans, local_plans) + region_code + stubs
+        body += self._restore_state(effects, stack_plans, local_plans) + region_code + stubs
         for inst in body:
             if inst.positions is None:
                 inst.positions = dis.Positions(self.line, self.line, None, None)
@@ -301,24 +302,33 @@ class _Builder:
             changed.append((name, value))
         return changed
 
-    def _restore_state(self, stack_plans: list, local_plans: list) -> list[Instruction]:
-        """Push the stack, store the locals, set the grad mode of the break."""
-        out: list[Instruction] = []
-        with_items = [p for p in stack_plans if isinstance(p, GradModeExitVariable)]
+    def _restore_state(self, effects: list, stack_plans: list,
+                       local_plans: list) -> list[Instruction]:
+        """Replay the side effects, then push the stack, store the locals and set the
+        grad mode of the break.
+
+        Every value is computed first (``effect_instructions`` reads sources as they
+        were at frame entry and builds a container shared by several places once),
+        then the locals are stored and the stack values parked in temporaries, so that
+        NULLs and re-entered with-blocks can be pushed between them in stack order.
+        """
+        values = [p for p in stack_plans if p is not None and not isinstance(p, GradModeExitVariable)]
+        out = effect_instructions(self.code, effects, then=values + [p for _, p in local_plans])
+        for name, _ in reversed(local_plans):
+            out.append(create_instruction("STORE_FAST", argval=name))
+        parked = [f"___break_value{i}" for i in range(len(values))]
+        out += [create_instruction("STORE_FAST", argval=name) for name in reversed(parked)]
+        temps = iter(parked)
         for plan in stack_plans:
             if plan is None:
                 out.append(create_push_null())
             elif isinstance(plan, GradModeExitVariable):
                 out += _reenter_grad_mode(plan)
             else:
-                out += load_plan(plan, self.code)
-        # Values first, stores after: a plan may read a local another store replaces.
-        for _, plan in local_plans:
-            out += load_plan(plan, self.code)
-        for name, _ in reversed(local_plans):
-            out.append(create_instruction("STORE_FAST", argval=name))
+                out.append(create_instruction("LOAD_FAST", argval=next(temps)))
         mode = self.tx.grad_mode_at_stop
-        if with_items or mode != self.tx.grad_mode_at_start:
+        if any(isinstance(p, GradModeExitVariable) for p in stack_plans) or \
+                mode != self.tx.grad_mode_at_start:
             out += _set_grad_mode(mode)
         return out
 
