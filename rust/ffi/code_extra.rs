@@ -3,7 +3,7 @@
 //! The hook reads the slot of every frame's code. `_PyCode_GetExtra` does that with a
 //! call and checks (code type, index against the interpreter's user count); the hook
 //! instead reads `co_extra` in place once [`verify_direct_read`] has checked, on a probe
-//! code object, that the `_PyCodeObjectExtra` of CPython is laid out as below.
+//! code object, that `_PyCodeObjectExtra` is laid out as below.
 
 use super::frame::FrameRef;
 use super::layout::layout;
@@ -30,10 +30,14 @@ static DIRECT_INDEX: AtomicIsize = AtomicIsize::new(-1);
 /// `offsetof(PyCodeObject, co_extra)` and `offsetof(_PyInterpreterFrame, f_code)`, copied
 /// from the layout when the in-place read is turned on, so that the hook reads them with
 /// plain loads (no once-check).
+//
+// These three are read only by `pub(crate)` functions: a static that a `pub` inline
+// function reads must stay preemptible in the rlib half of this crate, and `cargo build`
+// applies no LTO to an rlib + cdylib crate, so it would be loaded through the GOT.
 static CO_EXTRA_OFFSET: AtomicUsize = AtomicUsize::new(0);
 static FRAME_CODE_OFFSET: AtomicUsize = AtomicUsize::new(0);
 
-/// `co_extra` points at the `_PyCodeObjectExtra` of CPython 3.11 (`Objects/codeobject.c`, in
+/// `co_extra` points at 3.11's `_PyCodeObjectExtra` (`Objects/codeobject.c`, in
 /// no installed header): `{ Py_ssize_t ce_size; void *ce_extras[1]; }`, grown to the
 /// number of users when a slot is first set; slots below `ce_size` are NULL or set.
 const SIZE_WORDS: usize = 1;

@@ -19,7 +19,7 @@ extern "C" {
     fn _PyEval_EvalFrameDefault(tstate: *mut PyThreadState, frame: *mut c_void, throwflag: c_int) -> *mut PyObject;
 }
 
-/// The evaluator that was installed before ours (the default of CPython until the first
+/// The evaluator that was installed before ours (`_PyEval_EvalFrameDefault` until the first
 /// install). Read on every frame we hand back, so it is an atomic rather than a lock.
 static PREVIOUS: AtomicPtr<c_void> = AtomicPtr::new(_PyEval_EvalFrameDefault as *mut c_void);
 
@@ -111,7 +111,7 @@ unsafe extern "C" fn passthrough_eval_frame(
     unsafe { _PyEval_EvalFrameDefault(tstate, frame, throwflag) }
 }
 
-/// What CPython calls for every frame. A frame whose code is marked SKIP (the common case
+/// The evaluator, called for every frame. A frame whose code is marked SKIP (the common case
 /// for Python running between graphs) costs an in-place `co_extra` read and a tail jump
 /// to the previous evaluator; everything else continues out of line ([`evaluate`]), so
 /// that this function needs no stack frame.
