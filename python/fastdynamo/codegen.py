@@ -166,8 +166,16 @@ class Shared:
     plan: "OutputPlan"
 
 
+@dataclass(frozen=True)
+class FrameCell:
+    """The cell of the frame's own cell or free variable ``name`` (``LOAD_CLOSURE``), to
+    rebuild a closure the frame made."""
+
+    name: str
+
+
 OutputPlan = Union[GraphOutput, Constant, FromSource, BuildTuple, BuildList, BuildSet,
-                   BuildDict, BuildSlice, Call, Shared]
+                   BuildDict, BuildSlice, Call, Shared, FrameCell]
 
 
 # ---------------------------------------------------------------- effects
@@ -224,7 +232,7 @@ class ReplaceDict:
 
 Effect = Union[StoreAttr, StoreGlobal, StoreDeref, SetCellContents, ReplaceList, ReplaceDict]
 _NODE_TYPES = (GraphOutput, Constant, FromSource, BuildTuple, BuildList, BuildSet, BuildDict,
-               BuildSlice, Call, Shared, StoreAttr, StoreGlobal, StoreDeref, SetCellContents,
+               BuildSlice, Call, Shared, FrameCell, StoreAttr, StoreGlobal, StoreDeref, SetCellContents,
                ReplaceList, ReplaceDict)
 
 
@@ -239,9 +247,13 @@ class _Emitter:
     once to the locals that keep them.
     """
 
-    def __init__(self, original: CodeType):
+    def __init__(self, original: CodeType, cells_made: bool = False):
         self.original = original
         self.parameters = parameter_names(original)
+        # With ``cells_made`` the code runs MAKE_CELL first (graph_break.py): an argument
+        # captured by a closure is then read from its cell.
+        self.cell_parameters = frozenset(original.co_cellvars) & set(self.parameters) \
+            if cells_made else frozenset()
         self.entry_values: dict[Source, str] = {}
         self.shared_locals: dict[int, str] = {}
         self._shared_seen: set[int] = set()
@@ -261,6 +273,8 @@ class _Emitter:
     # sources ---------------------------------------------------------------
     def local(self, source: LocalSource) -> list[Instruction]:
         name = source.local_name
+        if name in self.cell_parameters:
+            return [create_instruction("LOAD_DEREF", argval=name)]
         if name in self.parameters:
             # The transformed code has no cell variables: a captured argument is a
             # plain local there.
@@ -332,6 +346,9 @@ class _Emitter:
         return [create_push_null(), *self.plan(plan.function), *self.plans(values),
                 *create_call(len(values), names)]
 
+    def frame_cell(self, plan: FrameCell) -> list[Instruction]:
+        return [create_instruction("LOAD_CLOSURE", argval=plan.name)]
+
     def shared(self, plan: Shared) -> list[Instruction]:
         local = self.shared_locals.get(plan.key)
         if plan.key in self._shared_seen:
@@ -392,6 +409,7 @@ _PLAN_RULES = {
     BuildSlice: _Emitter.slice_,
     Call: _Emitter.call,
     Shared: _Emitter.shared,
+    FrameCell: _Emitter.frame_cell,
 }
 _EFFECT_RULES = {
     StoreAttr: _Emitter.store_attr,
@@ -425,7 +443,7 @@ def parameter_names(code: CodeType) -> tuple[str, ...]:
     return code.co_varnames[:count]
 
 
-def load_source(source: Source, original: CodeType) -> list[Instruction]:
+def load_source(source: Source, original: CodeType, cells_made: bool = False) -> list[Instruction]:
     """Instructions that push the value of ``source`` in a transformed version of
     ``original`` (arguments as plain locals, free variables as in ``original``).
 
@@ -434,7 +452,7 @@ def load_source(source: Source, original: CodeType) -> list[Instruction]:
     >>> [i.short() for i in load_source(AttrSource(LocalSource(0, "self"), "w"), f.__code__)]
     ["LOAD_FAST 'self'", "LOAD_ATTR 'w'"]
     """
-    return _Emitter(original).source(source)
+    return _Emitter(original, cells_made).source(source)
 
 
 def load_plan(plan: OutputPlan, original: CodeType) -> list[Instruction]:
@@ -475,7 +493,7 @@ SHARED_LOCAL = "___shared_{}"
 
 
 def effect_instructions(original: CodeType, effects: Sequence[Effect],
-                        then: Sequence[OutputPlan] = ()) -> list[Instruction]:
+                        then: Sequence[OutputPlan] = (), cells_made: bool = False) -> list[Instruction]:
     """Instructions that perform ``effects`` in order, then push each plan of ``then``.
 
     Run after the compiled callable, whose result is in the local ``GRAPH_OUTPUTS_LOCAL``
@@ -490,7 +508,7 @@ def effect_instructions(original: CodeType, effects: Sequence[Effect],
     >>> [i.short() for i in effect_instructions(f.__code__, [StoreAttr(obj, "n", Constant(1))])]
     ['LOAD_CONST 1', "LOAD_FAST 'obj'", "STORE_ATTR 'n'"]
     """
-    emitter = _Emitter(original)
+    emitter = _Emitter(original, cells_made)
     roots = [*effects, *then]
     insts: list[Instruction] = []
     if effects:

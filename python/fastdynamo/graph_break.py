@@ -112,8 +112,6 @@ def split_frame(code: CodeType, frame: Any, backend: Callable, err: Unsupported,
     frame cannot be split (it then runs as Python)."""
     if err.root_index is None:
         raise unsupported("the break is not at an instruction of the frame")
-    if code.co_cellvars:
-        raise unsupported("graph break in a function whose locals are captured by a closure")
     if _PROLOGUE_END.get(code, -1) > err.root_index:
         raise unsupported("graph break while entering a resume function")
     dis_insts = list(dis.get_instructions(code))
@@ -237,23 +235,30 @@ class _Builder:
 
     # -- orchestration ------------------------------------------------------------
     def build(self) -> SplitFrame:
-        plans = OutputPlanBuilder()
+        own = self.code.co_cellvars + self.code.co_freevars
+        plans = OutputPlanBuilder(frame_cells={id(cell): name for name, cell in self.tx.cells.items()
+                                               if name in own})
         stack_plans = [self._stack_plan(plans, value) for value in self.stack]
         changed = self._changed_locals()
         local_plans = [(name, plans.plan(value)) for name, value in changed]
+        cell_plans = [(name, plans.plan(cell.contents)) for name, cell in self._own_cells()]
         effects = self.tx.output.side_effects.plans(plans)
         region_code, exits = self._region()
         stubs = [inst for ex in exits for inst in self._exit_stub(ex)]
         capture = self._finish_graph(plans)
-        body = self._graph_call(capture) if capture.graph_module is not None else []
-        body += self._restore_state(effects, stack_plans, local_plans) + region_code + stubs
+        # Cells first: closures rebuilt below need them; arguments they hold are then
+        # read from the cell (``cells_made``).
+        body = [create_instruction("MAKE_CELL", argval=name) for name in self.code.co_cellvars]
+        if capture.graph_module is not None:
+            body += self._graph_call(capture)
+        body += self._restore_state(effects, stack_plans, local_plans, cell_plans)
+        body += region_code + stubs
         for inst in body:
             if inst.positions is None:
                 inst.positions = dis.Positions(self.line, self.line, None, None)
         transformed = assemble(
             prelude(self.code) + body, self.code,
             co_varnames=parameter_names(self.code),
-            co_cellvars=(),
             co_flags=self.code.co_flags & ~version.GENERATOR_FLAGS)
         return SplitFrame(capture, transformed, self.resume_codes)
 
@@ -276,7 +281,7 @@ class _Builder:
     def _graph_call(self, capture) -> list[Instruction]:
         body = [create_load_global(self.compiled_fn_name, push_null=True)]
         for source in capture.graph_inputs:
-            body += load_source(source, self.code)
+            body += load_source(source, self.code, cells_made=True)
         body += create_call(len(capture.graph_inputs))
         body.append(create_instruction("STORE_FAST", argval=GRAPH_OUTPUTS_LOCAL))
         return body
@@ -294,16 +299,21 @@ class _Builder:
         params = set(parameter_names(self.code))
         changed = []
         for name, value in self.tx.locals.items():
-            if isinstance(value, LazyArgument):
-                continue
+            if isinstance(value, LazyArgument) or name in self.code.co_cellvars:
+                continue  # unread argument, or a variable that lives in a cell
             source = getattr(value, "source", None)
             if name in params and isinstance(source, LocalSource) and source.local_name == name:
                 continue
             changed.append((name, value))
         return changed
 
-    def _restore_state(self, effects: list, stack_plans: list,
-                       local_plans: list) -> list[Instruction]:
+    def _own_cells(self) -> list[tuple[str, Any]]:
+        """The frame's cell variables that hold a value at the break."""
+        cells = [(name, self.tx.cells.get(name)) for name in self.code.co_cellvars]
+        return [(name, cell) for name, cell in cells if cell is not None and cell.contents is not None]
+
+    def _restore_state(self, effects: list, stack_plans: list, local_plans: list,
+                       cell_plans: list) -> list[Instruction]:
         """Replay the side effects, then push the stack, store the locals and set the
         grad mode of the break.
 
@@ -313,7 +323,10 @@ class _Builder:
         NULLs and re-entered with-blocks can be pushed between them in stack order.
         """
         values = [p for p in stack_plans if p is not None and not isinstance(p, GradModeExitVariable)]
-        out = effect_instructions(self.code, effects, then=values + [p for _, p in local_plans])
+        out = effect_instructions(self.code, effects, then=values + [p for _, p in local_plans]
+                                  + [p for _, p in cell_plans], cells_made=True)
+        for name, _ in reversed(cell_plans):
+            out.append(create_instruction("STORE_DEREF", argval=name))
         for name, _ in reversed(local_plans):
             out.append(create_instruction("STORE_FAST", argval=name))
         parked = [f"___break_value{i}" for i in range(len(values))]
@@ -460,7 +473,7 @@ class _Builder:
     def _exit_locals(self, ex: _Exit) -> list[str]:
         """Locals the code after the exit may read: each must be bound on every path
         there, or unbound on every path (then the resume function raises as CPython would)."""
-        fast = set(self.code.co_varnames)
+        fast = set(self.code.co_varnames) - set(self.code.co_cellvars)  # cells go by closure
         live = live_locals(self.insts, ex.target) & fast
         maybe = set(self.tx.locals) | {
             i.argval for i in self.insts[self.region.start:self.region.end + 1]
@@ -585,13 +598,19 @@ def _make_resume_code(original: CodeType, target_offset: int, depth: int,
     line = target.lineno or original.co_firstlineno
     for inst in entry:
         inst.positions = dis.Positions(line, line, None, None)
-    head = prelude(original)
-    others = [n for n in original.co_varnames if n not in params]
+    # The original's cell variables are free variables here: the resume function gets the
+    # transformed frame's cells through its closure.
+    freevars = original.co_freevars + original.co_cellvars
+    head = [create_instruction("COPY_FREE_VARS", arg=len(freevars))] if freevars else []
+    head.append(create_instruction("RESUME", arg=0))
+    for inst in head:
+        inst.positions = dis.Positions(None, None, None, None)
+    others = [n for n in original.co_varnames if n not in params and n not in freevars]
     name = f"{original.co_name}_resume_at_line_{line}_{next(_resume_counter)}"
     code = assemble(
         head + entry + body, original,
         co_argcount=len(params), co_posonlyargcount=0, co_kwonlyargcount=0,
-        co_varnames=tuple(params + others), co_cellvars=(),
+        co_varnames=tuple(params + others), co_cellvars=(), co_freevars=freevars,
         co_flags=original.co_flags & ~(version.GENERATOR_FLAGS | 0x04 | 0x08),
         co_name=name, co_qualname=f"{original.co_qualname}.<resume at line {line}>")
     # In dis instructions (what the translator indexes): up to the prologue's jump.

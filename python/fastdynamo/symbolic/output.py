@@ -11,8 +11,8 @@ import types
 
 import torch
 
-from ..codegen import (BuildDict, BuildList, BuildTuple, Call, Constant, FromSource, GraphOutput,
-                       OutputPlan, Shared)
+from ..codegen import (BuildDict, BuildList, BuildTuple, Call, Constant, FrameCell, FromSource,
+                       GraphOutput, OutputPlan, Shared)
 from .exc import unsupported
 from .builder import ROOT_GLOBALS
 from .variables.base import MethodCallVariable, VariableTracker
@@ -30,9 +30,12 @@ class OutputPlanBuilder:
     stored in an attribute) is one :class:`Shared` plan: one object, as in eager.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, frame_cells: dict[int, str] | None = None) -> None:
         self.nodes: list[torch.fx.Node] = []
         self._shared: dict[int, tuple[VariableTracker, Shared | None]] = {}
+        # id(CellVariable) -> name, for the cells of the frame being rewritten: closures
+        # over them can be rebuilt (graph_break.py passes them).
+        self.frame_cells = frame_cells or {}
 
     def plan(self, value: VariableTracker) -> OutputPlan:
         if isinstance(value, TensorVariable):
@@ -56,14 +59,14 @@ class OutputPlanBuilder:
             return rebuilt
         raise unsupported(f"{value.describe()} leaves the frame, and the rewritten code cannot rebuild it")
 
-    def _shared_plan(self, value: VariableTracker) -> Shared:
+    def _shared_plan(self, value: VariableTracker, make=None) -> Shared:
         known = self._shared.get(id(value))
         if known is not None:
             if known[1] is None:
                 raise unsupported(f"{value.describe()} contains itself")
             return known[1]
         self._shared[id(value)] = (value, None)  # keeps value alive: its id stays its own
-        plan = Shared(len(self._shared) - 1, self._container_plan(value))
+        plan = Shared(len(self._shared) - 1, (make or self._container_plan)(value))
         self._shared[id(value)] = (value, plan)
         return plan
 
@@ -96,16 +99,22 @@ class OutputPlanBuilder:
             if isinstance(rest, range):
                 return Call(Constant(iter), [Constant(rest)])
             return Call(Constant(iter), [BuildTuple([self.plan(item) for item in rest])])
-        if isinstance(value, NestedFunctionVariable) and not value.closure \
-                and not value.kwdefaults and not getattr(value, "has_annotations", False) \
-                and value.globals_source is ROOT_GLOBALS:
-            defaults = BuildTuple([self.plan(d) for d in value.defaults]) if value.defaults \
-                else Constant(None)
-            # globals() called by the rewritten frame is the frame's own globals dict.
-            return Call(Constant(types.FunctionType),
-                        [Constant(value.code), Call(Constant(globals)),
-                         Constant(value.code.co_name), defaults])
+        if isinstance(value, NestedFunctionVariable) and not value.kwdefaults \
+                and not getattr(value, "has_annotations", False) \
+                and value.globals_source is ROOT_GLOBALS \
+                and all(id(cell) in self.frame_cells for cell in value.closure):
+            return self._shared_plan(value, self._function_plan)  # one function, as in eager
         return None
+
+    def _function_plan(self, value: NestedFunctionVariable) -> OutputPlan:
+        defaults = BuildTuple([self.plan(d) for d in value.defaults]) if value.defaults \
+            else Constant(None)
+        closure = BuildTuple([FrameCell(self.frame_cells[id(c)]) for c in value.closure]) \
+            if value.closure else Constant(None)
+        # globals() called by the rewritten frame is the frame's own globals dict.
+        return Call(Constant(types.FunctionType),
+                    [Constant(value.code), Call(Constant(globals)), Constant(value.code.co_name),
+                     defaults, closure])
 
 
 def _constant_plan(value) -> OutputPlan:
