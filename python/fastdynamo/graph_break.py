@@ -134,7 +134,7 @@ def _choose_region(insts: list[Instruction], by_offset: dict[int, int], dis_inst
     at = by_offset[dis_insts[err.root_index].offset]
     loop = _outermost_loop(insts, at)
     if loop is None:
-        if insts[at].opname in _NOT_RESUMABLE:
+        if insts[at].opname in version.NOT_RESUMABLE_OPNAMES:
             raise unsupported(f"graph break at {insts[at].opname}")
         return _Region(at, at, err.root_step, is_loop=False)
     start, end = loop
@@ -155,49 +155,6 @@ def _outermost_loop(insts: list[Instruction], at: int) -> tuple[int, int] | None
                                       (target == best[0] and i > best[1])):
                 best = (target, i)
     return best
-
-
-# LOAD_METHOD pushes NULL or not depending on the object: the stack after it is unknown.
-_NOT_RESUMABLE = frozenset({"LOAD_METHOD", "RETURN_VALUE", "YIELD_VALUE", "SEND",
-                            "FOR_ITER", "PRECALL", "KW_NAMES", "RERAISE", "PUSH_EXC_INFO",
-                            "POP_EXCEPT", "CHECK_EXC_MATCH", "WITH_EXCEPT_START"})
-# Values these push besides the net stack effect (for the stack layout after them).
-_PUSHES_NOTHING = frozenset({"STORE_ATTR", "STORE_SUBSCR", "DELETE_SUBSCR", "DELETE_ATTR",
-                             "STORE_GLOBAL", "DELETE_GLOBAL", "POP_TOP", "RAISE_VARARGS",
-                             "IMPORT_STAR", "PRINT_EXPR"})
-
-
-def _pushes(inst: Instruction) -> int:
-    if inst.opname in _PUSHES_NOTHING or inst.opname.startswith("POP_JUMP") or \
-            inst.opname in ("JUMP_IF_TRUE_OR_POP", "JUMP_IF_FALSE_OR_POP"):
-        return 0
-    if inst.opname == "UNPACK_SEQUENCE":
-        return inst.arg
-    if inst.opname == "UNPACK_EX":
-        return (inst.arg & 0xFF) + (inst.arg >> 8) + 1
-    if inst.opname == "BEFORE_WITH":
-        return 2
-    if inst.opname == "LOAD_GLOBAL":
-        return 1 + (inst.arg & 1)
-    return 1
-
-
-def _output_nulls(inst: Instruction) -> frozenset[int]:
-    """Which of the values ``inst`` pushes are NULL (counted from the lowest)."""
-    if inst.opname == "LOAD_GLOBAL" and inst.arg & 1:
-        return frozenset({0})
-    return frozenset()
-
-
-def _inputs(inst: Instruction) -> int:
-    """Stack items ``inst`` consumes (on the path that falls through)."""
-    if inst.opname in ("JUMP_IF_TRUE_OR_POP", "JUMP_IF_FALSE_OR_POP"):
-        return 1
-    if inst.opname == "CALL":  # its PRECALL pops the arguments in dis's accounting
-        return inst.arg + 2
-    effect = dis.stack_effect(inst.opcode, inst.arg, jump=False) if inst.opcode >= \
-        version.HAVE_ARGUMENT else dis.stack_effect(inst.opcode, jump=False)
-    return _pushes(inst) - effect
 
 
 # ---------------------------------------------------------------- the transformed code
@@ -423,7 +380,7 @@ class _Builder:
         """Stack items below those the region's first instruction consumes."""
         if self.region.is_loop:
             return len(self.stack)
-        consumed = _inputs(self.insts[self.region.start])
+        consumed = version.values_consumed(self.insts[self.region.start])
         if not 0 <= consumed <= len(self.stack):
             raise unsupported(f"graph break at {self.insts[self.region.start].opname} with "
                               f"{len(self.stack)} stack values")
@@ -431,7 +388,7 @@ class _Builder:
 
     def _depth_after(self, inst: Instruction, jump: bool) -> int:
         if not self.region.is_loop:
-            depth = self._untouched() + _pushes(inst)
+            depth = self._untouched() + version.values_pushed(inst)
             if jump and inst.opname in ("JUMP_IF_TRUE_OR_POP", "JUMP_IF_FALSE_OR_POP"):
                 depth = len(self.stack)
             return depth
@@ -446,7 +403,7 @@ class _Builder:
         below = frozenset(i for i in range(min(depth, untouched)) if self.stack[i] is NULL)
         if self.region.is_loop:
             return below
-        pushed = _output_nulls(self.insts[self.region.start])
+        pushed = version.nulls_pushed(self.insts[self.region.start])
         return below | {untouched + k for k in pushed if untouched + k < depth}
 
     def _exit_stub(self, ex: _Exit) -> list[Instruction]:

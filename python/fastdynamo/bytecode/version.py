@@ -146,3 +146,55 @@ def stack_effect(opname: str, arg: int | None, *, jump: bool) -> int:
     if op < HAVE_ARGUMENT:
         return dis.stack_effect(op, jump=jump)
     return dis.stack_effect(op, arg or 0, jump=jump)
+
+
+# ---------------------------------------------------------------- stack layout at a break
+# graph_break.py runs one instruction natively and must know the stack after it.
+
+# LOAD_METHOD pushes NULL or not depending on the object, so the stack after it is
+# unknown; the others only make sense in their own sequence (calls, handlers, loops).
+NOT_RESUMABLE_OPNAMES = frozenset({
+    "LOAD_METHOD", "RETURN_VALUE", "YIELD_VALUE", "SEND", "FOR_ITER", "PRECALL", "KW_NAMES",
+    "RERAISE", "PUSH_EXC_INFO", "POP_EXCEPT", "CHECK_EXC_MATCH", "WITH_EXCEPT_START"})
+_PUSHES_NOTHING = frozenset({"STORE_ATTR", "STORE_SUBSCR", "DELETE_SUBSCR", "DELETE_ATTR",
+                             "STORE_GLOBAL", "DELETE_GLOBAL", "POP_TOP", "RAISE_VARARGS",
+                             "IMPORT_STAR", "PRINT_EXPR", "JUMP_IF_TRUE_OR_POP",
+                             "JUMP_IF_FALSE_OR_POP"})
+
+
+def values_pushed(inst) -> int:
+    """Values ``inst`` leaves on the stack when it falls through.
+
+    >>> values_pushed(type("I", (), {"opname": "LOAD_GLOBAL", "arg": 3})())
+    2
+    """
+    if inst.opname in _PUSHES_NOTHING or inst.opname.startswith("POP_JUMP"):
+        return 0
+    if inst.opname == "UNPACK_SEQUENCE":
+        return inst.arg
+    if inst.opname == "UNPACK_EX":
+        return (inst.arg & 0xFF) + (inst.arg >> 8) + 1
+    if inst.opname == "BEFORE_WITH":
+        return 2
+    if inst.opname == "LOAD_GLOBAL":
+        return 1 + (inst.arg & 1)
+    return 1
+
+
+def nulls_pushed(inst) -> frozenset[int]:
+    """Which of the values ``inst`` pushes are NULL (counted from the lowest)."""
+    if inst.opname == "LOAD_GLOBAL" and inst.arg & 1:
+        return frozenset({0})
+    return frozenset()
+
+
+def values_consumed(inst) -> int:
+    """Values ``inst`` pops when it falls through (``CALL`` with its ``PRECALL``)."""
+    if inst.opname in ("JUMP_IF_TRUE_OR_POP", "JUMP_IF_FALSE_OR_POP"):
+        return 1
+    if inst.opname == "CALL":  # dis counts the arguments against PRECALL
+        return inst.arg + 2
+    opcode = OPMAP[inst.opname]
+    effect = dis.stack_effect(opcode, inst.arg, jump=False) if opcode >= HAVE_ARGUMENT \
+        else dis.stack_effect(opcode, jump=False)
+    return values_pushed(inst) - effect
