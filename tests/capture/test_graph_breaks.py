@@ -743,6 +743,65 @@ def test_in_place_tensor_updates_across_break():
     assert_matches_eager(inplace, lambda i: call(vec(i), io.StringIO()))
 
 
+# ---------------------------------------------------------------- state rebuilt at the break
+
+def aliased_list(x, buf):
+    a = [x * 2]
+    b = a
+    print("between", file=buf)  # BREAK
+    b.append(x * 3)
+    return a, a is b
+
+
+def list_aliased_in_containers(x, buf):
+    a = [x * 2]
+    table = {"a": a, "pair": (a, x)}
+    print("between", file=buf)  # BREAK
+    a.append(1)
+    return table, table["a"] is a, table["pair"][0] is a
+
+
+def containers_and_constants(x, buf):
+    t = (x * 2, 3, "s", None, [x], {"k": x.sum()})
+    dtype, shape, window = x.dtype, x.shape, slice(0, 2)
+    print("between", file=buf)  # BREAK
+    return t, torch.zeros(shape, dtype=dtype)[window] + x[window]
+
+
+def iterators_across_break(x, buf):
+    it = iter([x, x * 2, x * 3])
+    first = next(it)
+    print("between", file=buf)  # BREAK
+    out = []
+    for i, (k, v) in enumerate({"a": x * 4, "b": x * 5}.items()):
+        print(k, file=buf)
+        out.append(v + i)
+    return first, list(it), out, [t.sum() for t in reversed(x.unbind(0))]
+
+
+@pytest.mark.parametrize("fn", [aliased_list, list_aliased_in_containers, containers_and_constants,
+                                iterators_across_break], ids=lambda f: f.__name__)
+def test_python_values_rebuilt_at_the_break(fn):
+    # Locals built during the trace are rebuilt before the break: a list two names refer
+    # to must stay one list.
+    assert_matches_eager(fn, lambda i: call(vec(i), io.StringIO()))
+
+
+def item_of_many(x):
+    y = x * 2
+    return y.item()  # BREAK
+
+
+def int_of_many(x):
+    y = x * 2
+    return int(y)  # BREAK
+
+
+def test_error_at_the_break_itself():
+    assert_matches_eager(item_of_many, lambda i: call(vec(i, n=1 + i % 2)), calls=4)
+    assert_matches_eager(int_of_many, lambda i: call(vec(i, n=1 + i % 2)), calls=4)
+
+
 def test_cache_entries_of_resume_functions():
     compiled = fastdynamo.compile(print_then_sin)
     for i in range(3):
