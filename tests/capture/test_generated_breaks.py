@@ -39,6 +39,7 @@ BREAKS = [
     ("n = int(a.numel() + a.abs().sum() % 3)\na = a * n", False),
     ("if bool((a < {c}).all()):\n    a = a + {c}", True),
     ("print('a', a.shape, {c}, file=buf)", True),
+    ("print('a =', a, file=buf)", True),
     ("print('sum', round(a.sum().item(), 3), sep=':', file=buf)", True),
     ("for i in range({c}):\n    a = a + i\n    print('step', i, file=buf)", True),
     ("with torch.no_grad():\n    a = a * 2\n    print('grad', torch.is_grad_enabled(), file=buf)", True),
@@ -65,14 +66,24 @@ RETURNS = ["return a", "return a, obj.n", "return [a, len(lst)]", "return {{'out
            "return a.sum(), a.dtype"]
 
 
+def _fill(draw, template):
+    return template.format(c=draw(st.integers(1, 3)), unary=draw(st.sampled_from(UNARY)))
+
+
 @st.composite
-def statement(draw, templates):
-    template = draw(st.sampled_from(templates))
-    text = template.format(c=draw(st.integers(1, 3)), unary=draw(st.sampled_from(UNARY)))
+def statement(draw, breaking, plain, depth=0):
+    """A break-inducing statement, alone or in a block (maybe nested, maybe next to a
+    second statement in the same block)."""
+    text = _fill(draw, draw(st.sampled_from(breaking)))
     block = draw(st.sampled_from(BLOCKS))
     if block == "{body}":
         return text
-    return block.format(body=textwrap.indent(text, "    "))
+    inner = [text]
+    if draw(st.booleans()):
+        inner.append(draw(statement(breaking, plain, depth + 1)) if depth == 0 and draw(st.booleans())
+                     else _fill(draw, draw(st.sampled_from(plain + breaking))))
+        inner = draw(st.permutations(inner))
+    return block.format(body=textwrap.indent("\n".join(inner), "    "))
 
 
 @st.composite
@@ -81,8 +92,8 @@ def programs(draw):
     is_int = dtype is torch.int64
     plain = [t for t, int_ok in STATEMENTS if int_ok or not is_int]
     breaking = [t for t, int_ok in BREAKS if int_ok or not is_int]
-    body = draw(st.lists(statement(breaking), min_size=1, max_size=3))
-    body += draw(st.lists(statement(plain), max_size=3))
+    body = draw(st.lists(statement(breaking, plain), min_size=1, max_size=3))
+    body += [_fill(draw, t) for t in draw(st.lists(st.sampled_from(plain), max_size=3))]
     body = draw(st.permutations(body))
     body = list(body) + [draw(st.sampled_from(RETURNS)).format()]
     source = ("def prog(x, y, k, buf, obj, lst):\n    a = x\n"

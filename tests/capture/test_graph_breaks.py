@@ -637,6 +637,44 @@ def test_module_method_breaks():
     assert f"{inlined.where[0][0]}:{inlined.where[0][1]}" == line_of(Gate.forward, "# CALL")
 
 
+class Normalized(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+        self.norm = torch.nn.BatchNorm1d(3)
+
+    def forward(self, x):
+        y = self.lin(x)
+        z = self.norm(y)  # BREAK
+        return z.relu()
+
+
+def test_break_inside_library_module_is_reported_at_user_line():
+    # BatchNorm in train mode updates its running statistics in place: it breaks inside
+    # torch.nn; the break is reported at the user's call, and the statistics match eager.
+    torch.manual_seed(0)
+    eager, model = Normalized(), Normalized()
+    model.load_state_dict(eager.state_dict())
+    compiled = fastdynamo.compile(model)
+    gen = torch.Generator().manual_seed(2)
+    for _ in range(3):
+        x = torch.randn(8, 3, generator=gen)
+        torch.testing.assert_close(compiled(x), eager(x))
+    for key, value in eager.state_dict().items():
+        torch.testing.assert_close(model.state_dict()[key], value)
+    report = explain(model, torch.randn(8, 3))
+    brk = report.break_reasons[0]
+    assert brk.location == line_of(Normalized.forward, "# BREAK")
+    assert brk.where[-1][0].endswith("batchnorm.py")
+
+
+def test_grad_and_no_grad_calls_share_one_compiled_function():
+    compiled = fastdynamo.compile(item_then_use)
+    for i in range(4):
+        with torch.set_grad_enabled(i % 2 == 0):
+            assert_matches_eager(item_then_use, lambda _: call(leaf(0)), calls=1, compiled=compiled)
+
+
 # ---------------------------------------------------------------- signatures and closures
 
 def many_parameters(x, *rest, scale=2, offset=1.0, **options):
