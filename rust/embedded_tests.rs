@@ -75,3 +75,36 @@ fn actions_round_trip() {
     }
     assert_eq!(Action::from_int(7), None);
 }
+
+const SKIP_AND_HIT: &str = r#"
+def f(x):
+    return x + 1
+def f_fast(x):
+    return x + 100
+def g(x):
+    return x * 2
+seen = []
+def callback(frame):
+    seen.append(frame.f_code.co_name)
+    if frame.f_code is f.__code__:
+        return native.CacheEntry(native.GuardSet([(("local", 0, "x"), ("type_is", int))]), f_fast.__code__)
+    return native.SKIP if frame.f_code is g.__code__ else None
+native.set_callback(callback)
+values = [f(1), g(2), f(3), g(4)]
+native.set_callback(None)
+result = (values, [name for name in seen if name in ("f", "g")], native.get_code_action(g.__code__))
+"#;
+
+/// One test, not two: the in-place read is process-wide and cargo runs tests in parallel.
+#[test]
+fn code_extra_read_in_place_and_through_cpython_decide_alike() {
+    // Module registration runs the probe; CPython 3.11's layout must pass it.
+    run_with_module("result = 0");
+    assert!(crate::ffi::code_extra::direct_read_enabled());
+    assert_eq!(run_with_module(SKIP_AND_HIT), "([101, 4, 103, 8], ['f', 'g'], 1)");
+    Python::attach(|py| crate::ffi::code_extra::set_direct_read(py, false));
+    let without = run_with_module(SKIP_AND_HIT);
+    Python::attach(|py| crate::ffi::code_extra::set_direct_read(py, true));
+    assert_eq!(without, "([101, 4, 103, 8], ['f', 'g'], 1)");
+    assert!(crate::ffi::code_extra::direct_read_enabled());
+}

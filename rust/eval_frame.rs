@@ -23,16 +23,27 @@ pub struct Pending<'py> {
     state: Option<&'py CodeState>,
 }
 
-/// The cheap first look at a frame: a TLS read and a `co_extra` read. Returns the
-/// decision when that settles it (interception off, a skipped code), or what was read
-/// when guards or the callback must run. Cannot panic.
+/// The first look at a frame, made by the trampoline before anything else: a code marked
+/// SKIP goes to the previous evaluator in every mode and also when thrown into, so this
+/// reads no thread state. Branch-minimal and inlined into the trampoline.
 #[inline]
-pub fn quick_decision(frame: FrameRef<'_>, throw: bool) -> Result<Decision<'_>, Pending<'_>> {
+pub(crate) fn skips_at_once(frame: FrameRef<'_>, state: Option<&CodeState>) -> bool {
+    state.is_some_and(|state| state.action(frame.py()) == Action::Skip)
+}
+
+/// The cheap second look, for frames `skips_at_once` did not settle: the thread's mode
+/// (a TLS read) and `SKIP_RECURSIVE`. Returns the decision when that settles it, or what
+/// was read when guards or the callback must run. Cannot panic.
+#[inline]
+pub fn quick_decision<'py>(
+    frame: FrameRef<'py>,
+    throw: bool,
+    state: Option<&'py CodeState>,
+) -> Result<Decision<'py>, Pending<'py>> {
     let mode = callback::mode();
     if mode == Mode::Off || throw {
         return Ok(Decision::Default);
     }
-    let state = code_extra::state(frame.code());
     if let Some(state) = state {
         match state.action(frame.py()) {
             Action::Skip => return Ok(Decision::Default),

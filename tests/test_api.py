@@ -253,3 +253,49 @@ def test_reset_drops_entries():
     assert len(entries(f)) == 1
     fastdynamo.reset()
     assert len(entries(f)) == 0
+
+
+def test_values_made_by_each_call_are_guarded_by_value():
+    def f(x, dev, r, size, sl):
+        return x.to(dev).reshape(size)[sl] + len(r)
+
+    compiled = fastdynamo.compile(f)
+    x = torch.arange(6.0)
+    for _ in range(3):  # fresh device, range, Size and slice objects on every call
+        out = compiled(x, torch.device("cpu"), range(3), torch.Size([2, 3]), slice(0, 1))
+        torch.testing.assert_close(out, f(x, torch.device("cpu"), range(3), torch.Size([2, 3]), slice(0, 1)))
+    assert len(entries(f)) == 1
+    out = compiled(x, torch.device("cpu"), range(4), torch.Size([3, 2]), slice(1, 3))
+    torch.testing.assert_close(out, f(x, torch.device("cpu"), range(4), torch.Size([3, 2]), slice(1, 3)))
+    assert len(entries(f)) == 2
+
+
+def test_reset_removes_compiled_graphs_from_globals():
+    def f(x):
+        return x.sin() + 1
+
+    fastdynamo.compile(f)(torch.ones(2))
+    assert any(name.startswith("__compiled_fn_") for name in f.__globals__)
+    fastdynamo.reset()
+    assert not any(name.startswith("__compiled_fn_") for name in f.__globals__)
+    torch.testing.assert_close(fastdynamo.compile(f)(torch.ones(2)), f(torch.ones(2)))
+
+
+def test_internal_compiler_error_falls_back_with_a_warning(monkeypatch):
+    from fastdynamo import config, convert_frame
+
+    def f(x):
+        return x.cos()
+
+    def broken(*args, **kwargs):
+        raise AttributeError("simulated translator bug")
+
+    monkeypatch.setattr(config, "fallback_on_internal_error", True)
+    monkeypatch.setattr(convert_frame, "translate", broken)
+    with pytest.warns(RuntimeWarning, match="simulated translator bug"):
+        out = fastdynamo.compile(f)(torch.ones(2))
+    torch.testing.assert_close(out, torch.ones(2).cos())
+    monkeypatch.setattr(config, "fallback_on_internal_error", False)
+    fastdynamo.reset()
+    with pytest.raises(AttributeError, match="simulated translator bug"):
+        fastdynamo.compile(f)(torch.ones(2))

@@ -177,7 +177,11 @@ def disable(fn: Callable) -> Callable:
 
 
 def reset() -> None:
-    """Drop every compiled entry and skip mark; the next calls compile afresh."""
+    """Drop every compiled entry and skip mark, and the compiled graphs stored in user
+    globals; the next calls compile afresh."""
+    from .convert_frame import forget_compiled_fns
+
+    forget_compiled_fns()
     try:
         runtime = native()
     except ImportError:

@@ -14,6 +14,17 @@ An output plan is a tree of small dataclasses::
     BuildDict([(key, value), ...])   a dict, in insertion order
     BuildSlice(start, stop, step)    a slice
     Call(function, args, kwargs)     a call, e.g. to rebuild a torch.Size
+    Shared(key, plan)                one object used in several places (built once)
+
+Side effects of the frame are *effect* nodes, performed in order after the graph ran
+and before the return value is rebuilt (see :func:`effect_instructions`)::
+
+    StoreAttr(obj, name, value)      obj.name = value
+    StoreGlobal(name, value)         a global of the frame
+    StoreDeref(name, value)          a free variable of the frame (its closure cell)
+    SetCellContents(cell, value)     cell.cell_contents = value (an inlined closure's cell)
+    ReplaceList(obj, value)          obj[:] = value
+    ReplaceDict(obj, value)          obj.clear(); obj.update(value)
 
 The native runtime runs the result as ``FunctionType(new_code, frame_globals, name,
 None, original_function.__closure__)`` with the frame's arguments, so the parameter
@@ -35,9 +46,10 @@ kept so tracebacks point at user source.
 from __future__ import annotations
 
 import dis
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, fields
 from types import CodeType
-from typing import Any, Sequence, Union
+from typing import Any, Iterator, Sequence, Union
 
 from .bytecode import (
     Instruction,
@@ -144,8 +156,84 @@ class Call:
         object.__setattr__(self, "kwargs", tuple((k, v) for k, v in self.kwargs))
 
 
+@dataclass(frozen=True)
+class Shared:
+    """An object the frame made once and left in several places (a new list stored in an
+    attribute and returned): built at its first use, kept in a local, reloaded after.
+    ``key`` identifies it among the plans emitted together."""
+
+    key: int
+    plan: "OutputPlan"
+
+
+@dataclass(frozen=True)
+class FrameCell:
+    """The cell of the frame's own cell or free variable ``name`` (``LOAD_CLOSURE``), to
+    rebuild a closure the frame made."""
+
+    name: str
+
+
 OutputPlan = Union[GraphOutput, Constant, FromSource, BuildTuple, BuildList, BuildSet,
-                   BuildDict, BuildSlice, Call]
+                   BuildDict, BuildSlice, Call, Shared, FrameCell]
+
+
+# ---------------------------------------------------------------- effects
+
+@dataclass(frozen=True)
+class StoreAttr:
+    """``obj.name = value``."""
+
+    obj: OutputPlan
+    name: str
+    value: OutputPlan
+
+
+@dataclass(frozen=True)
+class StoreGlobal:
+    """``global name; name = value`` in the frame's globals."""
+
+    name: str
+    value: OutputPlan
+
+
+@dataclass(frozen=True)
+class StoreDeref:
+    """``nonlocal name; name = value`` for a free variable of the compiled frame."""
+
+    name: str
+    value: OutputPlan
+
+
+@dataclass(frozen=True)
+class SetCellContents:
+    """``cell.cell_contents = value`` (a closure cell of an inlined function)."""
+
+    cell: OutputPlan
+    value: OutputPlan
+
+
+@dataclass(frozen=True)
+class ReplaceList:
+    """``obj[:] = value``: the list keeps its identity and gets its final items."""
+
+    obj: OutputPlan
+    value: OutputPlan
+
+
+@dataclass(frozen=True)
+class ReplaceDict:
+    """``obj.clear(); obj.update(value)``: the dict keeps its identity and gets its final
+    items in their final order."""
+
+    obj: OutputPlan
+    value: OutputPlan
+
+
+Effect = Union[StoreAttr, StoreGlobal, StoreDeref, SetCellContents, ReplaceList, ReplaceDict]
+_NODE_TYPES = (GraphOutput, Constant, FromSource, BuildTuple, BuildList, BuildSet, BuildDict,
+               BuildSlice, Call, Shared, FrameCell, StoreAttr, StoreGlobal, StoreDeref, SetCellContents,
+               ReplaceList, ReplaceDict)
 
 
 # ---------------------------------------------------------------- emitting rules
@@ -153,12 +241,22 @@ OutputPlan = Union[GraphOutput, Constant, FromSource, BuildTuple, BuildList, Bui
 class _Emitter:
     """Turns sources and plans into instructions for one transformed code object.
 
-    Each node type has one rule in ``_SOURCE_RULES`` / ``_PLAN_RULES``.
+    Each node type has one rule in ``_SOURCE_RULES`` / ``_PLAN_RULES`` / ``_EFFECT_RULES``.
+    ``entry_values`` maps sources to the locals holding the values they had before any
+    effect ran; ``shared_locals`` maps the keys of :class:`Shared` plans used more than
+    once to the locals that keep them.
     """
 
-    def __init__(self, original: CodeType):
+    def __init__(self, original: CodeType, cells_made: bool = False):
         self.original = original
         self.parameters = parameter_names(original)
+        # With ``cells_made`` the code runs MAKE_CELL first (graph_break.py): an argument
+        # captured by a closure is then read from its cell.
+        self.cell_parameters = frozenset(original.co_cellvars) & set(self.parameters) \
+            if cells_made else frozenset()
+        self.entry_values: dict[Source, str] = {}
+        self.shared_locals: dict[int, str] = {}
+        self._shared_seen: set[int] = set()
 
     def source(self, source: Source) -> list[Instruction]:
         return _rule_for(_SOURCE_RULES, source)(self, source)
@@ -166,12 +264,17 @@ class _Emitter:
     def plan(self, plan: OutputPlan) -> list[Instruction]:
         return _rule_for(_PLAN_RULES, plan)(self, plan)
 
+    def effect(self, effect: Effect) -> list[Instruction]:
+        return _rule_for(_EFFECT_RULES, effect)(self, effect)
+
     def plans(self, plans: Sequence[OutputPlan]) -> list[Instruction]:
         return [inst for plan in plans for inst in self.plan(plan)]
 
     # sources ---------------------------------------------------------------
     def local(self, source: LocalSource) -> list[Instruction]:
         name = source.local_name
+        if name in self.cell_parameters:
+            return [create_instruction("LOAD_DEREF", argval=name)]
         if name in self.parameters:
             # The transformed code has no cell variables: a captured argument is a
             # plain local there.
@@ -216,6 +319,8 @@ class _Emitter:
         return [create_load_const(plan.value)]
 
     def from_source(self, plan: FromSource) -> list[Instruction]:
+        if plan.source in self.entry_values:
+            return [create_instruction("LOAD_FAST", argval=self.entry_values[plan.source])]
         return self.source(plan.source)
 
     def tuple_(self, plan: BuildTuple) -> list[Instruction]:
@@ -241,6 +346,48 @@ class _Emitter:
         return [create_push_null(), *self.plan(plan.function), *self.plans(values),
                 *create_call(len(values), names)]
 
+    def frame_cell(self, plan: FrameCell) -> list[Instruction]:
+        return [create_instruction("LOAD_CLOSURE", argval=plan.name)]
+
+    def shared(self, plan: Shared) -> list[Instruction]:
+        local = self.shared_locals.get(plan.key)
+        if plan.key in self._shared_seen:
+            if local is None:
+                raise ValueError(f"Shared plan {plan.key} used again but not counted in advance")
+            return [create_instruction("LOAD_FAST", argval=local)]
+        self._shared_seen.add(plan.key)
+        insts = self.plan(plan.plan)
+        if local is not None:
+            insts += [create_instruction("COPY", arg=1), create_instruction("STORE_FAST", argval=local)]
+        return insts
+
+    # effects ---------------------------------------------------------------
+    def store_attr(self, effect: StoreAttr) -> list[Instruction]:
+        return [*self.plan(effect.value), *self.plan(effect.obj),
+                create_instruction("STORE_ATTR", argval=effect.name)]
+
+    def store_global(self, effect: StoreGlobal) -> list[Instruction]:
+        return [*self.plan(effect.value), create_instruction("STORE_GLOBAL", argval=effect.name)]
+
+    def store_deref(self, effect: StoreDeref) -> list[Instruction]:
+        if effect.name not in self.original.co_freevars:
+            raise ValueError(f"{effect!r}: not a free variable of {self.original.co_name}")
+        return [*self.plan(effect.value), create_instruction("STORE_DEREF", argval=effect.name)]
+
+    def set_cell_contents(self, effect: SetCellContents) -> list[Instruction]:
+        return self.store_attr(StoreAttr(effect.cell, "cell_contents", effect.value))
+
+    def replace_list(self, effect: ReplaceList) -> list[Instruction]:
+        whole = BuildSlice(Constant(None), Constant(None))
+        return [*self.plan(effect.value), *self.plan(effect.obj), *self.plan(whole),
+                create_instruction("STORE_SUBSCR")]
+
+    def replace_dict(self, effect: ReplaceDict) -> list[Instruction]:
+        # dict.clear / dict.update as constants: the target is an exact dict (guarded).
+        return [*self.plan(Call(Constant(dict.clear), [effect.obj])), create_instruction("POP_TOP"),
+                *self.plan(Call(Constant(dict.update), [effect.obj, effect.value])),
+                create_instruction("POP_TOP")]
+
 
 _SOURCE_RULES = {
     LocalSource: _Emitter.local,
@@ -261,6 +408,16 @@ _PLAN_RULES = {
     BuildDict: _Emitter.dict_,
     BuildSlice: _Emitter.slice_,
     Call: _Emitter.call,
+    Shared: _Emitter.shared,
+    FrameCell: _Emitter.frame_cell,
+}
+_EFFECT_RULES = {
+    StoreAttr: _Emitter.store_attr,
+    StoreGlobal: _Emitter.store_global,
+    StoreDeref: _Emitter.store_deref,
+    SetCellContents: _Emitter.set_cell_contents,
+    ReplaceList: _Emitter.replace_list,
+    ReplaceDict: _Emitter.replace_dict,
 }
 
 
@@ -286,7 +443,7 @@ def parameter_names(code: CodeType) -> tuple[str, ...]:
     return code.co_varnames[:count]
 
 
-def load_source(source: Source, original: CodeType) -> list[Instruction]:
+def load_source(source: Source, original: CodeType, cells_made: bool = False) -> list[Instruction]:
     """Instructions that push the value of ``source`` in a transformed version of
     ``original`` (arguments as plain locals, free variables as in ``original``).
 
@@ -295,7 +452,7 @@ def load_source(source: Source, original: CodeType) -> list[Instruction]:
     >>> [i.short() for i in load_source(AttrSource(LocalSource(0, "self"), "w"), f.__code__)]
     ["LOAD_FAST 'self'", "LOAD_ATTR 'w'"]
     """
-    return _Emitter(original).source(source)
+    return _Emitter(original, cells_made).source(source)
 
 
 def load_plan(plan: OutputPlan, original: CodeType) -> list[Instruction]:
@@ -304,27 +461,78 @@ def load_plan(plan: OutputPlan, original: CodeType) -> list[Instruction]:
     return _Emitter(original).plan(plan)
 
 
-def uses_graph_outputs(plan: OutputPlan) -> bool:
-    """Whether ``plan`` reads any item of the compiled callable's result."""
-    if isinstance(plan, GraphOutput):
-        return True
-    if isinstance(plan, (BuildTuple, BuildList, BuildSet)):
-        return any(uses_graph_outputs(item) for item in plan.items)
-    if isinstance(plan, BuildDict):
-        return any(uses_graph_outputs(k) or uses_graph_outputs(v) for k, v in plan.items)
-    if isinstance(plan, BuildSlice):
-        return any(uses_graph_outputs(p) for p in (plan.start, plan.stop, plan.step)
-                   if p is not None)
-    if isinstance(plan, Call):
-        return any(uses_graph_outputs(p) for p in
-                   (plan.function, *plan.args, *(v for _, v in plan.kwargs)))
-    return False
+def plan_nodes(node: OutputPlan | Effect) -> Iterator[OutputPlan | Effect]:
+    """``node`` and every plan below it, depth first (not into constants or sources).
+
+    >>> [type(n).__name__ for n in plan_nodes(BuildList([GraphOutput(0), Constant(1)]))]
+    ['BuildList', 'GraphOutput', 'Constant']
+    """
+    yield node
+    if isinstance(node, (Constant, FromSource, GraphOutput)):
+        return
+    for item in fields(node):
+        yield from _nodes_in(getattr(node, item.name))
+
+
+def _nodes_in(value: Any) -> Iterator[OutputPlan | Effect]:
+    if isinstance(value, _NODE_TYPES):
+        yield from plan_nodes(value)
+    elif isinstance(value, tuple):
+        for item in value:
+            yield from _nodes_in(item)
+
+
+def uses_graph_outputs(plan: OutputPlan | Effect) -> bool:
+    """Whether ``plan`` (or an effect) reads any item of the compiled callable's result."""
+    return any(isinstance(node, GraphOutput) for node in plan_nodes(plan))
+
+
+# Locals of the transformed code; the leading underscores keep them clear of user names.
+ENTRY_VALUE_LOCAL = "___entry_value_{}"
+SHARED_LOCAL = "___shared_{}"
+
+
+def effect_instructions(original: CodeType, effects: Sequence[Effect],
+                        then: Sequence[OutputPlan] = (), cells_made: bool = False) -> list[Instruction]:
+    """Instructions that perform ``effects`` in order, then push each plan of ``then``.
+
+    Run after the compiled callable, whose result is in the local ``GRAPH_OUTPUTS_LOCAL``
+    when a plan reads it. A :class:`FromSource` means the value the source had when the
+    frame started, so when there are effects every source they or ``then`` read (other
+    than an argument) is loaded first, before any effect can change it (``a.x, a.y =
+    a.y, a.x``). A :class:`Shared` plan used more than once is built once.
+
+    >>> from fastdynamo.sources import LocalSource
+    >>> def f(obj): pass
+    >>> obj = FromSource(LocalSource(0, "obj"))
+    >>> [i.short() for i in effect_instructions(f.__code__, [StoreAttr(obj, "n", Constant(1))])]
+    ['LOAD_CONST 1', "LOAD_FAST 'obj'", "STORE_ATTR 'n'"]
+    """
+    emitter = _Emitter(original, cells_made)
+    roots = [*effects, *then]
+    insts: list[Instruction] = []
+    if effects:
+        for node in (n for root in roots for n in plan_nodes(root)):
+            if (isinstance(node, FromSource) and not isinstance(node.source, LocalSource)
+                    and node.source not in emitter.entry_values):
+                local = ENTRY_VALUE_LOCAL.format(len(emitter.entry_values))
+                insts += emitter.source(node.source)
+                insts.append(create_instruction("STORE_FAST", argval=local))
+                emitter.entry_values[node.source] = local
+    uses = Counter(node.key for root in roots for node in plan_nodes(root) if isinstance(node, Shared))
+    emitter.shared_locals = {key: SHARED_LOCAL.format(key) for key, count in uses.items() if count > 1}
+    for effect in effects:
+        insts += emitter.effect(effect)
+    for plan in then:
+        insts += emitter.plan(plan)
+    return insts
 
 
 def transformed_code(original: CodeType, *, compiled_fn_name: str,
                      graph_inputs: Sequence[Source], output: OutputPlan,
-                     lineno: int | None = None) -> CodeType:
-    """Code that calls ``compiled_fn_name(*graph_inputs)`` and returns ``output``.
+                     effects: Sequence[Effect] = (), lineno: int | None = None) -> CodeType:
+    """Code that calls ``compiled_fn_name(*graph_inputs)``, performs ``effects`` and
+    returns ``output``.
 
     The result keeps ``original``'s parameters, ``co_freevars``, filename, names and
     first line; it has no cell variables and is never a generator. Every instruction
@@ -337,11 +545,11 @@ def transformed_code(original: CodeType, *, compiled_fn_name: str,
     for source in graph_inputs:
         body += emitter.source(source)
     body += create_call(len(graph_inputs))
-    if uses_graph_outputs(output):
+    if any(uses_graph_outputs(node) for node in (*effects, output)):
         body.append(create_instruction("STORE_FAST", argval=GRAPH_OUTPUTS_LOCAL))
     else:
         body.append(create_instruction("POP_TOP"))
-    body += emitter.plan(output)
+    body += effect_instructions(original, effects, then=[output])
     body.append(create_instruction("RETURN_VALUE"))
 
     line = lineno if lineno is not None else _first_body_line(original)

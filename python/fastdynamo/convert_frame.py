@@ -14,6 +14,7 @@ import itertools
 import os
 import sysconfig
 import threading
+import warnings
 from dataclasses import dataclass, field
 from types import CodeType
 from typing import Any, Callable
@@ -32,8 +33,29 @@ from .symbolic.exc import FullGraphError, Unsupported
 _compiled_fn_counter = itertools.count()
 # One translation at a time: FakeTensorMode and grad-mode juggling are process-global.
 _compile_lock = threading.RLock()
+# Module bodies, and comprehensions called by Python code (their argument is an
+# iterator the translator cannot read; traced frames inline them instead).
+_NOT_COMPILED_NAMES = frozenset({"<module>", "<listcomp>", "<dictcomp>", "<setcomp>"})
 _NOT_COMPILED_FLAGS = (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
                        | inspect.CO_ITERABLE_COROUTINE)
+
+
+# (globals dict, name) of every compiled graph stored for transformed code to load.
+_installed_fns: list[tuple[dict, str]] = []
+
+
+def _install_compiled_fn(f_globals: dict, compiled_fn: Any) -> str:
+    name = f"__compiled_fn_{next(_compiled_fn_counter)}"
+    f_globals[name] = compiled_fn
+    _installed_fns.append((f_globals, name))
+    return name
+
+
+def forget_compiled_fns() -> None:
+    """Remove the compiled graphs from the globals they were stored in (``reset``)."""
+    while _installed_fns:
+        f_globals, name = _installed_fns.pop()
+        f_globals.pop(name, None)
 
 
 @dataclass
@@ -113,7 +135,25 @@ class ConvertFrame:
         if skip is not None:
             return getattr(runtime, skip)
         with _compile_lock:
-            return self.compile_frame(runtime, frame)
+            try:
+                return self.compile_frame(runtime, frame)
+            except FullGraphError:
+                raise
+            except Exception as bug:  # noqa: BLE001 - a compiler bug must not break user code
+                if not config.fallback_on_internal_error:
+                    raise
+                return self.internal_error(runtime, code, bug)
+
+    def internal_error(self, runtime: Any, code: CodeType, bug: Exception) -> Any:
+        """A bug in the compiler: the frame runs as Python, and the bug is reported."""
+        reason = f"internal error: {type(bug).__name__}: {bug}"
+        logs.emit("breaks", f"{code.co_qualname} runs as Python: {reason}")
+        warnings.warn(f"fastdynamo: {code.co_qualname} ({code.co_filename}:{code.co_firstlineno}) "
+                      f"runs as Python after a compiler {reason}", RuntimeWarning, stacklevel=2)
+        if self.recorder is not None:
+            self.recorder.breaks.append(
+                BreakReason(f"{code.co_filename}:{code.co_firstlineno}", reason))
+        return runtime.SKIP
 
     def skip_action(self, code: CodeType) -> str | None:
         """``"SKIP"``/``"SKIP_RECURSIVE"`` for frames never compiled on their own."""
@@ -122,7 +162,7 @@ class ConvertFrame:
             return "SKIP_RECURSIVE"  # generated graph code: nothing below it is user code
         if code in self.entry_codes:
             return None
-        if code.co_flags & _NOT_COMPILED_FLAGS or code.co_name == "<module>":
+        if code.co_flags & _NOT_COMPILED_FLAGS or code.co_name in _NOT_COMPILED_NAMES:
             return "SKIP"
         if filename.startswith(self._skip_dirs):
             return "SKIP"
@@ -148,10 +188,9 @@ class ConvertFrame:
             logs.emit("breaks", f"{code.co_qualname}: no tensor operations; runs as Python")
             return runtime.SKIP
         _mark_skip_recursive(runtime, result.compiled_fn)
-        name = f"__compiled_fn_{next(_compiled_fn_counter)}"
-        frame.f_globals[name] = result.compiled_fn
+        name = _install_compiled_fn(frame.f_globals, result.compiled_fn)
         new_code = transformed_code(code, compiled_fn_name=name, graph_inputs=result.graph_inputs,
-                                    output=result.output_plan)
+                                    output=result.output_plan, effects=result.effects)
         self.log_capture(code, result, new_code)
         if self.recorder is not None:
             self.recorder.captures.append(CaptureRecord(code, result, new_code))
@@ -177,6 +216,7 @@ class ConvertFrame:
         if capture.compiled_fn is not None:
             _mark_skip_recursive(runtime, capture.compiled_fn)
             frame.f_globals[name] = capture.compiled_fn
+            _installed_fns.append((frame.f_globals, name))
             self.log_capture(code, capture, split.transformed)
             if self.recorder is not None:
                 self.recorder.captures.append(CaptureRecord(code, capture, split.transformed))

@@ -55,14 +55,15 @@ from .bytecode import (
     stack_depths,
 )
 from .bytecode import version
-from .codegen import (GRAPH_OUTPUTS_LOCAL, Call, Constant, FromSource, OutputPlan,
-                      load_plan, load_source, parameter_names, prelude)
+from .codegen import (GRAPH_OUTPUTS_LOCAL, effect_instructions, load_source,
+                      parameter_names, prelude)
 from .sources import LocalSource
 from .symbolic import translate
 from .symbolic.exc import Unsupported, unsupported
 from .symbolic.output import OutputPlanBuilder
 from .symbolic.translator import InstructionTranslator, LazyArgument
 from .symbolic.variables.base import NULL, VariableTracker
+from .symbolic.variables.containers import IteratorVariable
 from .symbolic.variables.torch_functions import GradModeExitVariable
 
 _STACK_PREFIX = "___stack"
@@ -94,7 +95,9 @@ class _Region:
 # Resume code -> index (in dis instructions) of the first original instruction: a break
 # before it (while its prologue pushes the stack) makes no progress.
 _PROLOGUE_END: "weakref.WeakKeyDictionary[CodeType, int]" = weakref.WeakKeyDictionary()
-_RESUME_CACHE: dict[tuple, CodeType] = {}
+# Original code -> (exit key -> resume code), so recompiling a frame reuses its resume
+# functions (and their cache entries).
+_RESUME_CACHE: "weakref.WeakKeyDictionary[CodeType, dict]" = weakref.WeakKeyDictionary()
 
 
 def is_resume_code(code: CodeType) -> bool:
@@ -109,8 +112,6 @@ def split_frame(code: CodeType, frame: Any, backend: Callable, err: Unsupported,
     frame cannot be split (it then runs as Python)."""
     if err.root_index is None:
         raise unsupported("the break is not at an instruction of the frame")
-    if code.co_cellvars:
-        raise unsupported("graph break in a function whose locals are captured by a closure")
     if _PROLOGUE_END.get(code, -1) > err.root_index:
         raise unsupported("graph break while entering a resume function")
     dis_insts = list(dis.get_instructions(code))
@@ -167,7 +168,8 @@ _PUSHES_NOTHING = frozenset({"STORE_ATTR", "STORE_SUBSCR", "DELETE_SUBSCR", "DEL
 
 
 def _pushes(inst: Instruction) -> int:
-    if inst.opname in _PUSHES_NOTHING or inst.opname.startswith("POP_JUMP"):
+    if inst.opname in _PUSHES_NOTHING or inst.opname.startswith("POP_JUMP") or \
+            inst.opname in ("JUMP_IF_TRUE_OR_POP", "JUMP_IF_FALSE_OR_POP"):
         return 0
     if inst.opname == "UNPACK_SEQUENCE":
         return inst.arg
@@ -175,7 +177,16 @@ def _pushes(inst: Instruction) -> int:
         return (inst.arg & 0xFF) + (inst.arg >> 8) + 1
     if inst.opname == "BEFORE_WITH":
         return 2
+    if inst.opname == "LOAD_GLOBAL":
+        return 1 + (inst.arg & 1)
     return 1
+
+
+def _output_nulls(inst: Instruction) -> frozenset[int]:
+    """Which of the values ``inst`` pushes are NULL (counted from the lowest)."""
+    if inst.opname == "LOAD_GLOBAL" and inst.arg & 1:
+        return frozenset({0})
+    return frozenset()
 
 
 def _inputs(inst: Instruction) -> int:
@@ -200,6 +211,7 @@ class _Exit:
     depth: int
     nulls: frozenset[int]
     handler: ExceptionTableEntry | None = None
+    bound: frozenset[str] = frozenset()  # locals bound on every path to the exit
     stub: Instruction = field(default_factory=lambda: create_instruction("NOP"))
 
 
@@ -223,22 +235,30 @@ class _Builder:
 
     # -- orchestration ------------------------------------------------------------
     def build(self) -> SplitFrame:
-        plans = OutputPlanBuilder()
+        own = self.code.co_cellvars + self.code.co_freevars
+        plans = OutputPlanBuilder(frame_cells={id(cell): name for name, cell in self.tx.cells.items()
+                                               if name in own})
         stack_plans = [self._stack_plan(plans, value) for value in self.stack]
         changed = self._changed_locals()
         local_plans = [(name, plans.plan(value)) for name, value in changed]
+        cell_plans = [(name, plans.plan(cell.contents)) for name, cell in self._own_cells()]
+        effects = self.tx.output.side_effects.plans(plans)
         region_code, exits = self._region()
         stubs = [inst for ex in exits for inst in self._exit_stub(ex)]
         capture = self._finish_graph(plans)
-        body = self._graph_call(capture) if capture.graph_module is not None else []
-        body += self._restore_state(stack_plans, local_plans) + region_code + stubs
+        # Cells first: closures rebuilt below need them; arguments they hold are then
+        # read from the cell (``cells_made``).
+        body = [create_instruction("MAKE_CELL", argval=name) for name in self.code.co_cellvars]
+        if capture.graph_module is not None:
+            body += self._graph_call(capture)
+        body += self._restore_state(effects, stack_plans, local_plans, cell_plans)
+        body += region_code + stubs
         for inst in body:
             if inst.positions is None:
                 inst.positions = dis.Positions(self.line, self.line, None, None)
         transformed = assemble(
             prelude(self.code) + body, self.code,
             co_varnames=parameter_names(self.code),
-            co_cellvars=(),
             co_flags=self.code.co_flags & ~version.GENERATOR_FLAGS)
         return SplitFrame(capture, transformed, self.resume_codes)
 
@@ -261,7 +281,7 @@ class _Builder:
     def _graph_call(self, capture) -> list[Instruction]:
         body = [create_load_global(self.compiled_fn_name, push_null=True)]
         for source in capture.graph_inputs:
-            body += load_source(source, self.code)
+            body += load_source(source, self.code, cells_made=True)
         body += create_call(len(capture.graph_inputs))
         body.append(create_instruction("STORE_FAST", argval=GRAPH_OUTPUTS_LOCAL))
         return body
@@ -279,35 +299,49 @@ class _Builder:
         params = set(parameter_names(self.code))
         changed = []
         for name, value in self.tx.locals.items():
-            if isinstance(value, LazyArgument):
-                continue
+            if isinstance(value, LazyArgument) or name in self.code.co_cellvars:
+                continue  # unread argument, or a variable that lives in a cell
             source = getattr(value, "source", None)
             if name in params and isinstance(source, LocalSource) and source.local_name == name:
                 continue
             changed.append((name, value))
         return changed
 
-    def _bound_locals(self) -> set[str]:
-        return set(self.tx.locals)
+    def _own_cells(self) -> list[tuple[str, Any]]:
+        """The frame's cell variables that hold a value at the break."""
+        cells = [(name, self.tx.cells.get(name)) for name in self.code.co_cellvars]
+        return [(name, cell) for name, cell in cells if cell is not None and cell.contents is not None]
 
-    def _restore_state(self, stack_plans: list, local_plans: list) -> list[Instruction]:
-        """Push the stack, store the locals, set the grad mode of the break."""
-        out: list[Instruction] = []
-        with_items = [p for p in stack_plans if isinstance(p, GradModeExitVariable)]
+    def _restore_state(self, effects: list, stack_plans: list, local_plans: list,
+                       cell_plans: list) -> list[Instruction]:
+        """Replay the side effects, then push the stack, store the locals and set the
+        grad mode of the break.
+
+        Every value is computed first (``effect_instructions`` reads sources as they
+        were at frame entry and builds a container shared by several places once),
+        then the locals are stored and the stack values parked in temporaries, so that
+        NULLs and re-entered with-blocks can be pushed between them in stack order.
+        """
+        values = [p for p in stack_plans if p is not None and not isinstance(p, GradModeExitVariable)]
+        out = effect_instructions(self.code, effects, then=values + [p for _, p in local_plans]
+                                  + [p for _, p in cell_plans], cells_made=True)
+        for name, _ in reversed(cell_plans):
+            out.append(create_instruction("STORE_DEREF", argval=name))
+        for name, _ in reversed(local_plans):
+            out.append(create_instruction("STORE_FAST", argval=name))
+        parked = [f"___break_value{i}" for i in range(len(values))]
+        out += [create_instruction("STORE_FAST", argval=name) for name in reversed(parked)]
+        temps = iter(parked)
         for plan in stack_plans:
             if plan is None:
                 out.append(create_push_null())
             elif isinstance(plan, GradModeExitVariable):
                 out += _reenter_grad_mode(plan)
             else:
-                out += load_plan(plan, self.code)
-        # Values first, stores after: a plan may read a local another store replaces.
-        for _, plan in local_plans:
-            out += load_plan(plan, self.code)
-        for name, _ in reversed(local_plans):
-            out.append(create_instruction("STORE_FAST", argval=name))
+                out.append(create_instruction("LOAD_FAST", argval=next(temps)))
         mode = self.tx.grad_mode_at_stop
-        if with_items or mode != self.tx.grad_mode_at_start:
+        if any(isinstance(p, GradModeExitVariable) for p in stack_plans) or \
+                mode != self.tx.grad_mode_at_start:
             out += _set_grad_mode(mode)
         return out
 
@@ -318,33 +352,49 @@ class _Builder:
         copies = {id(inst): copy.copy(inst) for inst in originals}
         exits: dict[tuple, _Exit] = {}
         entries: dict[int, ExceptionTableEntry] = {}
+        bound_in, bound_loop = _definitely_bound(self.insts, region.start, region.end,
+                                                 frozenset(self.tx.locals))
 
-        def exit_to(target: Instruction, depth: int) -> Instruction:
+        def exit_to(source: int, target: Instruction, depth: int, bound: frozenset) -> Instruction:
             key = ("jump", id(target), depth)
             if key not in exits:
-                exits[key] = _Exit(target, depth, self._nulls(depth))
+                exits[key] = _Exit(target, depth, self._nulls(depth), bound=bound)
+            exits[key].bound &= bound
             return exits[key].stub
 
-        for inst in originals:
+        for i, inst in enumerate(originals, region.start):
             new = copies[id(inst)]
+            after = _transfer(bound_in[i], inst) if i in bound_in else frozenset()
             if inst.is_jump and inst.target is not None:
                 if id(inst.target) in copies:
                     new.target = copies[id(inst.target)]
                 else:
-                    new.target = exit_to(inst.target, self._depth_after(inst, jump=True))
+                    exhausted = inst.opname == "FOR_ITER" and i == region.start
+                    bound = bound_loop if exhausted and self._iterates_once() else after
+                    new.target = exit_to(i, inst.target, self._depth_after(inst, jump=True), bound)
             entry = inst.exn_tab_entry
             if entry is not None:
                 if id(entry) not in entries:
                     entries[id(entry)] = self._region_entry(entry, copies, exits)
                 new.exn_tab_entry = entries[id(entry)]
+                handler = exits.get(("handler", id(entry)))
+                if handler is not None:
+                    handler.bound &= bound_in.get(i, frozenset())
         code = [copies[id(inst)] for inst in originals]
         if region.start == region.end and originals[0].opname == "CALL":
             code = self._call_with_prefix(originals[0], copies[id(originals[0])])
         last = originals[-1]
         if last.opname not in version.TERMINATOR_OPNAMES:
             following = self.insts[region.end + 1]
-            code.append(create_jump(exit_to(following, self._depth_after(last, jump=False))))
+            bound = _transfer(bound_in.get(region.end, frozenset()), last)
+            code.append(create_jump(exit_to(region.end, following,
+                                            self._depth_after(last, jump=False), bound)))
         return code, list(exits.values())
+
+    def _iterates_once(self) -> bool:
+        """A ``for`` loop entered with items left runs its body at least once."""
+        top = self.stack[-1] if self.stack else None
+        return isinstance(top, IteratorVariable) and len(top.items) > top.index
 
     def _call_with_prefix(self, original: Instruction, call: Instruction) -> list[Instruction]:
         """``CALL`` needs its ``PRECALL`` (and ``KW_NAMES``) directly before it."""
@@ -364,7 +414,8 @@ class _Builder:
                 depth = entry.depth + int(entry.lasti) + 1
                 if entry.depth > self._untouched():
                     raise unsupported("exception handler below the values the break rebuilds")
-                exits[key] = _Exit(entry.target, depth, self._nulls(entry.depth), handler=entry)
+                exits[key] = _Exit(entry.target, depth, self._nulls(entry.depth), handler=entry,
+                                   bound=frozenset(self.tx.locals))
             target = exits[key].stub
         return ExceptionTableEntry(entry.start, entry.end, target, entry.depth, entry.lasti)
 
@@ -372,7 +423,11 @@ class _Builder:
         """Stack items below those the region's first instruction consumes."""
         if self.region.is_loop:
             return len(self.stack)
-        return len(self.stack) - _inputs(self.insts[self.region.start])
+        consumed = _inputs(self.insts[self.region.start])
+        if not 0 <= consumed <= len(self.stack):
+            raise unsupported(f"graph break at {self.insts[self.region.start].opname} with "
+                              f"{len(self.stack)} stack values")
+        return len(self.stack) - consumed
 
     def _depth_after(self, inst: Instruction, jump: bool) -> int:
         if not self.region.is_loop:
@@ -387,8 +442,12 @@ class _Builder:
         return depth
 
     def _nulls(self, depth: int) -> frozenset[int]:
-        keep = min(depth, self._untouched())
-        return frozenset(i for i in range(keep) if self.stack[i] is NULL)
+        untouched = self._untouched()
+        below = frozenset(i for i in range(min(depth, untouched)) if self.stack[i] is NULL)
+        if self.region.is_loop:
+            return below
+        pushed = _output_nulls(self.insts[self.region.start])
+        return below | {untouched + k for k in pushed if untouched + k < depth}
 
     def _exit_stub(self, ex: _Exit) -> list[Instruction]:
         """Pop the stack into temporaries, call the resume function, return its result."""
@@ -412,36 +471,79 @@ class _Builder:
         return [ex.stub] + out
 
     def _exit_locals(self, ex: _Exit) -> list[str]:
-        """Locals the code after the exit may read; all must be bound there."""
-        fast = set(self.code.co_varnames)
+        """Locals the code after the exit may read: each must be bound on every path
+        there, or unbound on every path (then the resume function raises as CPython would)."""
+        fast = set(self.code.co_varnames) - set(self.code.co_cellvars)  # cells go by closure
         live = live_locals(self.insts, ex.target) & fast
-        bound = self._bound_locals()
-        if self.region.is_loop:
-            assigned = {i.argval for i in self.insts[self.region.start:self.region.end + 1]
-                        if i.opname in ("STORE_FAST", "DELETE_FAST")}
-            unsure = live & assigned - bound
-            deleted = {i.argval for i in self.insts[self.region.start:self.region.end + 1]
-                       if i.opname == "DELETE_FAST"}
-            if unsure or live & deleted:
-                raise unsupported(f"locals {sorted(unsure | (live & deleted))} may be unbound "
-                                  "after a loop with a graph break")
-        return sorted(live & bound, key=self._local_order)
+        maybe = set(self.tx.locals) | {
+            i.argval for i in self.insts[self.region.start:self.region.end + 1]
+            if i.opname == "STORE_FAST"}
+        unsure = (live & maybe) - ex.bound
+        if unsure:
+            raise unsupported(f"locals {sorted(unsure)} may be unbound where the frame resumes")
+        return sorted(live & ex.bound, key=self._local_order)
 
     def _local_order(self, name: str) -> int:
         names = self.code.co_varnames
         return names.index(name) if name in names else len(names)
 
     def _resume_code(self, ex: _Exit, names: list[str]) -> CodeType:
-        key = (self.code, ex.target.offset, ex.depth, ex.nulls, tuple(names),
-               ex.handler is not None)
-        code = _RESUME_CACHE.get(key)
+        key = (ex.target.offset, ex.depth, ex.nulls, tuple(names))
+        cache = _RESUME_CACHE.setdefault(self.code, {})
+        code = cache.get(key)
         if code is None:
-            code = _make_resume_code(self.code, ex.target.offset, ex.depth, ex.nulls, names)
-            _RESUME_CACHE[key] = code
-            if ex.handler is not None:
-                self.runtime.set_code_action(code, self.runtime.SKIP)
+            code = cache[key] = _make_resume_code(self.code, ex.target.offset, ex.depth,
+                                                  ex.nulls, names)
+        if ex.handler is not None:
+            self.runtime.set_code_action(code, self.runtime.SKIP)  # exception paths run as Python
         self.resume_codes.append(code)
         return code
+
+
+# ---------------------------------------------------------------- definite assignment
+
+def _transfer(bound: frozenset, inst: Instruction) -> frozenset:
+    if inst.opname == "STORE_FAST":
+        return bound | {inst.argval}
+    if inst.opname == "DELETE_FAST":
+        return bound - {inst.argval}
+    return bound
+
+
+def _definitely_bound(insts: list[Instruction], start: int, end: int,
+                      entry: frozenset) -> tuple[dict[int, frozenset], frozenset]:
+    """Locals bound on every path to each instruction of ``start..end`` (entered at
+    ``start`` with ``entry`` bound), and on every path that comes back to ``start``
+    from inside the region (a loop's later iterations)."""
+    index = {id(inst): i for i, inst in enumerate(insts)}
+    bound_in: dict[int, frozenset] = {start: entry}
+    loop: frozenset | None = None
+    changed = True
+    while changed:
+        changed = False
+        for i in range(start, end + 1):
+            if i not in bound_in:
+                continue
+            inst = insts[i]
+            after = _transfer(bound_in[i], inst)
+            edges = []
+            if inst.opname not in version.TERMINATOR_OPNAMES and i < end:
+                edges.append((i + 1, after))
+            if inst.is_jump and inst.target is not None:
+                edges.append((index[id(inst.target)], after))
+            if inst.exn_tab_entry is not None:
+                edges.append((index[id(inst.exn_tab_entry.target)], bound_in[i]))
+            for succ, state in edges:
+                if not start <= succ <= end:
+                    continue
+                if succ == start:
+                    loop = state if loop is None else loop & state
+                    state = entry & loop
+                new = state if succ not in bound_in else bound_in[succ] & state
+                if new != bound_in.get(succ):
+                    bound_in[succ] = new
+                    changed = True
+    return bound_in, loop if loop is not None else entry
 
 
 # ---------------------------------------------------------------- small sequences
@@ -496,13 +598,19 @@ def _make_resume_code(original: CodeType, target_offset: int, depth: int,
     line = target.lineno or original.co_firstlineno
     for inst in entry:
         inst.positions = dis.Positions(line, line, None, None)
-    head = prelude(original)
-    others = [n for n in original.co_varnames if n not in params]
+    # The original's cell variables are free variables here: the resume function gets the
+    # transformed frame's cells through its closure.
+    freevars = original.co_freevars + original.co_cellvars
+    head = [create_instruction("COPY_FREE_VARS", arg=len(freevars))] if freevars else []
+    head.append(create_instruction("RESUME", arg=0))
+    for inst in head:
+        inst.positions = dis.Positions(None, None, None, None)
+    others = [n for n in original.co_varnames if n not in params and n not in freevars]
     name = f"{original.co_name}_resume_at_line_{line}_{next(_resume_counter)}"
     code = assemble(
         head + entry + body, original,
         co_argcount=len(params), co_posonlyargcount=0, co_kwonlyargcount=0,
-        co_varnames=tuple(params + others), co_cellvars=(),
+        co_varnames=tuple(params + others), co_cellvars=(), co_freevars=freevars,
         co_flags=original.co_flags & ~(version.GENERATOR_FLAGS | 0x04 | 0x08),
         co_name=name, co_qualname=f"{original.co_qualname}.<resume at line {line}>")
     # In dis instructions (what the translator indexes): up to the prologue's jump.

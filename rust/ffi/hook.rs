@@ -2,12 +2,14 @@
 //! trampoline CPython calls for every frame while it is installed.
 
 use super::frame::FrameRef;
-use crate::eval_frame::{decide, quick_decision, Decision};
+use super::code_extra::{self, InPlace};
+use crate::cache::CodeState;
+use crate::eval_frame::{decide, quick_decision, skips_at_once, Decision};
 use pyo3::ffi::{PyObject, PyThreadState};
 use pyo3::prelude::*;
 use std::os::raw::{c_int, c_void};
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 
 type EvalFn = unsafe extern "C" fn(*mut PyThreadState, *mut c_void, c_int) -> *mut PyObject;
 
@@ -17,17 +19,14 @@ extern "C" {
     fn _PyEval_EvalFrameDefault(tstate: *mut PyThreadState, frame: *mut c_void, throwflag: c_int) -> *mut PyObject;
 }
 
-/// The evaluator that was installed before ours (0 until the first install: CPython's
-/// default). Read on every frame we hand back, so it is an atomic rather than a lock.
-static PREVIOUS: AtomicUsize = AtomicUsize::new(0);
+/// The evaluator that was installed before ours (`_PyEval_EvalFrameDefault` until the first
+/// install). Read on every frame we hand back, so it is an atomic rather than a lock.
+static PREVIOUS: AtomicPtr<c_void> = AtomicPtr::new(_PyEval_EvalFrameDefault as *mut c_void);
 
 #[inline]
 fn previous_evaluator() -> EvalFn {
-    match PREVIOUS.load(Ordering::Relaxed) {
-        0 => default_evaluator(),
-        // SAFETY: non-zero values are EvalFn pointers stored by `install`.
-        address => unsafe { std::mem::transmute::<usize, EvalFn>(address) },
-    }
+    // SAFETY: PREVIOUS only ever holds EvalFn pointers (its initialiser and `install`).
+    unsafe { std::mem::transmute::<*mut c_void, EvalFn>(PREVIOUS.load(Ordering::Relaxed)) }
 }
 
 #[inline]
@@ -67,7 +66,7 @@ pub fn install(py: Python<'_>) {
     }
     // SAFETY: GIL held; swapping the interpreter's evaluator pointer.
     unsafe {
-        PREVIOUS.store(fd_get_eval_frame() as usize, Ordering::Relaxed);
+        PREVIOUS.store(fd_get_eval_frame() as *mut c_void, Ordering::Relaxed);
         fd_set_eval_frame(fastdynamo_eval_frame);
     }
 }
@@ -112,6 +111,10 @@ unsafe extern "C" fn passthrough_eval_frame(
     unsafe { _PyEval_EvalFrameDefault(tstate, frame, throwflag) }
 }
 
+/// The evaluator, called for every frame. A frame whose code is marked SKIP (the common case
+/// for Python running between graphs) costs an in-place `co_extra` read and a tail jump
+/// to the previous evaluator; everything else continues out of line ([`evaluate`]), so
+/// that this function needs no stack frame.
 unsafe extern "C" fn fastdynamo_eval_frame(
     tstate: *mut PyThreadState,
     frame: *mut c_void,
@@ -119,11 +122,56 @@ unsafe extern "C" fn fastdynamo_eval_frame(
 ) -> *mut PyObject {
     // SAFETY: CPython calls the evaluator on a thread that holds the GIL, with a live frame
     // that stays valid until we return.
+    let view = unsafe { FrameRef::new(Python::assume_attached(), frame) };
+    let InPlace::Read(state) = code_extra::frame_state_in_place(view) else {
+        // SAFETY: the evaluator's own arguments.
+        return unsafe { evaluate_reading_state(tstate, frame, throwflag) };
+    };
+    if skips_at_once(view, state) {
+        // SAFETY: forwarding CPython's own arguments to the evaluator we chained to.
+        return unsafe { previous_evaluator()(tstate, frame, throwflag) };
+    }
+    // SAFETY: the evaluator's own arguments, and `state` was read from this frame's code.
+    unsafe { evaluate(tstate, frame, throwflag, state) }
+}
+
+/// The trampoline when the in-place `co_extra` read is off: reads the state through
+/// `_PyCode_GetExtra`, then decides the same way.
+///
+/// # Safety
+/// The evaluator's own arguments, on the thread that holds the GIL.
+#[cold]
+#[inline(never)]
+unsafe extern "C" fn evaluate_reading_state(tstate: *mut PyThreadState, frame: *mut c_void, throwflag: c_int) -> *mut PyObject {
+    // SAFETY: as the caller's contract.
+    let view = unsafe { FrameRef::new(Python::assume_attached(), frame) };
+    let state = code_extra::state(view.code());
+    if skips_at_once(view, state) {
+        // SAFETY: forwarding CPython's own arguments to the evaluator we chained to.
+        return unsafe { previous_evaluator()(tstate, frame, throwflag) };
+    }
+    // SAFETY: the evaluator's own arguments, and `state` was read from this frame's code.
+    unsafe { evaluate(tstate, frame, throwflag, state) }
+}
+
+/// The rest of the hook for a frame `skips_at_once` did not settle.
+///
+/// # Safety
+/// The evaluator's own arguments, on the thread that holds the GIL; `state` is the state
+/// of the frame's code (it lives as long as the code, which outlives this call).
+#[inline(never)]
+unsafe extern "C" fn evaluate(
+    tstate: *mut PyThreadState,
+    frame: *mut c_void,
+    throwflag: c_int,
+    state: Option<&CodeState>,
+) -> *mut PyObject {
+    // SAFETY: as the caller's contract.
     let (py, view) = unsafe {
         let py = Python::assume_attached();
         (py, FrameRef::new(py, frame))
     };
-    let decision = match quick_decision(view, throwflag != 0) {
+    let decision = match quick_decision(view, throwflag != 0, state) {
         // SAFETY: forwarding CPython's own arguments to the evaluator we chained to.
         Ok(Decision::Default) => return unsafe { previous_evaluator()(tstate, frame, throwflag) },
         Ok(decision) => decision,

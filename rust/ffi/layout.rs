@@ -16,6 +16,8 @@ pub struct Layout {
     pub code_flags: usize,
     pub code_adaptive: usize,
     pub code_nlocalsplus: usize,
+    /// `co_extra`: where the per-code slots hang (see `code_extra::verify_direct_read`).
+    pub code_extra: usize,
     pub func_closure: usize,
 }
 

@@ -27,6 +27,7 @@ typedef struct {
     size_t code_flags;
     size_t code_adaptive;
     size_t code_nlocalsplus;
+    size_t code_extra;
     size_t func_closure;
 } fd_layout_t;
 
@@ -41,6 +42,7 @@ void fd_layout(fd_layout_t *out) {
     out->code_flags = offsetof(PyCodeObject, co_flags);
     out->code_adaptive = offsetof(PyCodeObject, co_code_adaptive);
     out->code_nlocalsplus = offsetof(PyCodeObject, co_nlocalsplus);
+    out->code_extra = offsetof(PyCodeObject, co_extra);
     out->func_closure = offsetof(PyFunctionObject, func_closure);
 }
 

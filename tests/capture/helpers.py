@@ -38,7 +38,7 @@ def capture(fn, *args, **kwargs):
     name = f"__test_compiled_fn_{next(_counter)}"
     fn.__globals__[name] = result.compiled_fn
     code = transformed_code(fn.__code__, compiled_fn_name=name, graph_inputs=result.graph_inputs,
-                            output=result.output_plan)
+                            output=result.output_plan, effects=result.effects)
     new_fn = types.FunctionType(code, fn.__globals__, fn.__name__, None, fn.__closure__)
     return result, lambda *a, **k: _call_with_localsplus(new_fn, fn, a, k)
 

@@ -7,6 +7,7 @@ import pytest
 MODULES = [
     "fastdynamo.symbolic", "fastdynamo.symbolic.binding", "fastdynamo.symbolic.builder",
     "fastdynamo.symbolic.exc", "fastdynamo.symbolic.operators", "fastdynamo.symbolic.translator",
+    "fastdynamo.symbolic.side_effects",
     "fastdynamo.symbolic.variables.base", "fastdynamo.symbolic.variables.builtins",
     "fastdynamo.symbolic.variables.constant", "fastdynamo.symbolic.variables.containers",
     "fastdynamo.symbolic.variables.tensor", "fastdynamo.symbolic.variables.nn_module",

@@ -25,6 +25,7 @@ import torch.fx
 from torch._subclasses.fake_tensor import (DataDependentOutputException,
                                            DynamicOutputShapeException, FakeTensorMode)
 
+from .. import config
 from ..guards import Guard, tensor_match
 from ..sources import Source
 from ..symbolic.exc import unsupported
@@ -49,7 +50,10 @@ class OutputGraph:
     """Graph, fake mode, inputs and guards of one capture (shared by inlined translators)."""
 
     def __init__(self) -> None:
+        from ..symbolic.side_effects import SideEffects
+
         self.graph = torch.fx.Graph()
+        self.side_effects = SideEffects(self.add_guard)
         self.fake_mode = FakeTensorMode()
         self.inputs: list[GraphInput] = []
         self._inputs_by_source: dict[Source, Any] = {}
@@ -61,8 +65,6 @@ class OutputGraph:
     def count_step(self) -> None:
         """One more instruction traced; past ``config.max_trace_steps`` the trace gives up
         (a long Python loop is cheaper to run than to unroll)."""
-        from .. import config
-
         self.steps += 1
         if self.steps > config.max_trace_steps:
             raise unsupported(f"trace longer than {config.max_trace_steps} instructions "
@@ -105,8 +107,7 @@ class OutputGraph:
         return var
 
     def aliases_input(self, fake: torch.Tensor) -> bool:
-        """True when ``fake`` shares storage with a graph input (mutating it is a side
-        effect outside the graph)."""
+        """True when ``fake`` shares storage with a graph input."""
         return fake.untyped_storage()._cdata in self._input_storages
 
     # -- recording --------------------------------------------------------------
@@ -118,6 +119,8 @@ class OutputGraph:
         fake_args = [a.graph_arg(True) for a in args]
         fake_kwargs = {k: v.graph_arg(True) for k, v in kwargs.items()}
         self._check_mutation(kind, target, fake_args, fake_kwargs)
+        input_layout = (_layout(fake_args[0]) if self._mutates_first_arg(kind, target, fake_kwargs)
+                        and args and self.is_input(args[0]) else None)
         name = target if isinstance(target, str) else getattr(target, "__name__", repr(target))
         try:
             with self.fake_mode:
@@ -129,10 +132,16 @@ class OutputGraph:
             raise unsupported(f"{name}: result depends on tensor data ({type(err).__name__})") from err
         except Exception as err:  # noqa: BLE001 - the eager run will raise the real error
             raise unsupported(f"{name} raised {type(err).__name__} during tracing: {err}") from err
+        self._check_input_metadata(target, fake_args, input_layout)
         node = self.graph.create_node(kind, target, node_args, node_kwargs)
         node.meta["example_value"] = node.meta["val"] = result
         if self._mutates_first_arg(kind, target, fake_kwargs):
             node.meta["inplace"] = True
+            if self.is_input(args[0]) and result is fake_args[0]:
+                # ``x.add_(1)`` / ``x += 1`` on an input is the input itself: later uses
+                # read the placeholder (mutated when this node runs) and returning it
+                # returns the caller's tensor, as in eager.
+                return args[0]
         wrapped = self.wrap_result(node, result)
         if not node.users and not _contains_tensor(result) and not node.meta.get("inplace"):
             self.graph.erase_node(node)  # a metadata query: keep the constant, drop the node
@@ -173,15 +182,24 @@ class OutputGraph:
         name = getattr(target, "__name__", "")
         return name.endswith("_") and not name.startswith("_")
 
+    def is_input(self, value: Any) -> bool:
+        """True for the variable of a graph input (a placeholder)."""
+        return getattr(value, "source", None) is not None and value.source in self._inputs_by_source \
+            and self._inputs_by_source[value.source] is value
+
     def _check_mutation(self, kind: str, target: Any, fake_args: list, fake_kwargs: dict) -> None:
+        """In-place ops stay in the graph, which the backend runs on the real inputs (on
+        a leaf that requires grad the FakeTensor run raises, as eager does); ``out=`` is
+        not captured."""
         if "out" in fake_kwargs:
             raise unsupported(f"{getattr(target, '__name__', target)}(..., out=...) writes outside the graph")
-        if not self._mutates_first_arg(kind, target, fake_kwargs) or not fake_args:
-            return
-        first = fake_args[0]
-        if isinstance(first, torch.Tensor) and self.aliases_input(first):
+
+    def _check_input_metadata(self, target: Any, fake_args: list, before: tuple | None) -> None:
+        """An in-place op may change an input's values, not its size, strides or autograd
+        state (other sources of the same tensor share its FakeTensor)."""
+        if before is not None and before != _layout(fake_args[0]):
             name = target if isinstance(target, str) else getattr(target, "__name__", repr(target))
-            raise unsupported(f"in-place {name} on a graph input (or a view of one)")
+            raise unsupported(f"in-place {name} changes the size, strides or autograd state of a graph input")
 
     # -- finishing --------------------------------------------------------------
     def set_grad_enabled(self, enabled: bool) -> None:
@@ -215,6 +233,11 @@ class OutputGraph:
             name, i = f"{base}_{i}", i + 1
         self._names.add(name)
         return name
+
+
+def _layout(tensor: torch.Tensor) -> tuple:
+    return (tuple(tensor.shape), tensor.stride(), tensor.storage_offset(), tensor.dtype,
+            tensor.requires_grad, tensor.grad_fn is None)
 
 
 def _contains_tensor(value: Any) -> bool:

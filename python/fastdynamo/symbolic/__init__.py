@@ -36,6 +36,7 @@ class CaptureResult:
     graph_inputs: list[Source] = field(default_factory=list)
     example_inputs: list[torch.Tensor] = field(default_factory=list)
     output_plan: Any = None
+    effects: list = field(default_factory=list)  # codegen effects, run after the graph
     guards: list[Guard] = field(default_factory=list)
     break_reason: Unsupported | None = None
     compiled_fn: Callable | None = None
@@ -81,6 +82,7 @@ def translate(code: CodeType, localsplus: list, f_globals: dict, f_builtins: Any
             return CaptureResult(stopped=tx)
         plans = OutputPlanBuilder()
         plan = plans.plan(returned)
+        effects = output.side_effects.plans(plans)
         graph_module = output.finish(plans.nodes)
     except Unsupported as err:
         return CaptureResult(break_reason=err)
@@ -89,7 +91,7 @@ def translate(code: CodeType, localsplus: list, f_globals: dict, f_builtins: Any
     result = CaptureResult(graph_module=graph_module,
                            graph_inputs=[inp.source for inp in output.inputs],
                            example_inputs=output.example_inputs(), output_plan=plan,
-                           guards=output.guards)
+                           effects=effects, guards=output.guards)
     if backend is not None:
         result.compiled_fn = backend(graph_module, result.example_inputs)
     return result

@@ -110,21 +110,28 @@ def wrap_value(tx, value: Any, source: Source | None) -> VariableTracker:
     if is_plain_constant(value):
         guard(equals(value))
         return wrap_constant_result(value) if type(value) is tuple else ConstantVariable(value, source)
+    if type(value) in (list, dict) and source is not None:
+        # One variable per list or dict from the frame, so in-place changes made through
+        # one path are seen through the others (side effects).
+        known = tx.output.side_effects.tracked_variable(value, source)
+        if known is not None:
+            return known
     if type(value) in (tuple, list) or (isinstance(value, tuple) and hasattr(type(value), "_fields")):
         guard(type_is(type(value)))
         guard(len_is(len(value)))
         items = [wrap_value(tx, v, ItemSource(source, i) if source is not None else None)
                  for i, v in enumerate(value)]
         if type(value) is list:
-            return ListVariable(items, source=source)
+            return _tracked(tx, value, ListVariable(items, source=source))
         return TupleVariable(items, source=source, tuple_type=type(value))
     if type(value) is dict:
         if not all(type(k) in (str, int) for k in value):
             raise unsupported("dict with keys other than str/int")
         guard(type_is(dict))
         guard(len_is(len(value)))
-        return DictVariable({k: wrap_value(tx, v, ItemSource(source, k) if source is not None else None)
-                             for k, v in value.items()}, source=source)
+        return _tracked(tx, value, DictVariable(
+            {k: wrap_value(tx, v, ItemSource(source, k) if source is not None else None)
+             for k, v in value.items()}, source=source))
     if type(value) in (set, frozenset) and all(is_plain_constant(v) for v in value):
         if type(value) is frozenset:
             guard(equals(value))
@@ -132,13 +139,24 @@ def wrap_value(tx, value: Any, source: Source | None) -> VariableTracker:
         raise unsupported("a set from outside the frame")
     if isinstance(value, torch.nn.Module):
         guard(id_is(value))
-        return NNModuleVariable(value, source)
+        return _tracked(tx, value, NNModuleVariable(value, source), pinned=True)
     if isinstance(value, types.ModuleType):
         guard(id_is(value))
         return PythonModuleVariable(value, source)
-    if isinstance(value, (torch.dtype, torch.device, torch.layout, torch.memory_format, enum.Enum)) \
-            or value is Ellipsis or type(value) in (slice, range, torch.Size):
-        guard(id_is(value))
+    if isinstance(value, (torch.dtype, torch.layout, torch.memory_format, enum.Enum)) \
+            or value is Ellipsis:
+        guard(id_is(value))  # singletons
+        return ConstantVariable(value, source)
+    if type(value) in _FIELD_GUARDED:
+        # Made afresh by each call, so compared by value: exact type, then each field.
+        guard(type_is(type(value)))
+        if type(value) is torch.Size:
+            guard(len_is(len(value)))
+        if source is not None:
+            for name, field_source, field in _fields(value, source):
+                if not is_plain_constant(field):
+                    raise unsupported(f"{type(value).__name__} with a {type(field).__name__} {name}")
+                tx.output.add_guard(field_source, equals(field))
         return ConstantVariable(value, source)
     if isinstance(value, functools.partial):
         guard(type_is(functools.partial))
@@ -192,10 +210,28 @@ def wrap_value(tx, value: Any, source: Source | None) -> VariableTracker:
     if source is None:
         raise unsupported(f"object of type {type(value).__qualname__} without a source")
     guard(type_is(type(value)))
-    return UserObjectVariable(value, source)
+    return _tracked(tx, value, UserObjectVariable(value, source))
+
+
+def _tracked(tx, value: Any, var: VariableTracker, pinned: bool = False) -> VariableTracker:
+    """Register a mutable object from the frame with the side-effect tracker (identity
+    and aliasing checks; see :mod:`fastdynamo.symbolic.side_effects`); ``pinned`` when
+    its guard is ``id_is``."""
+    if var.source is not None:
+        tx.output.side_effects.track(value, var.source, var, pinned=pinned)
+    return var
 
 
 _GRAD_MODE_CONTEXTS = (torch.no_grad, torch.enable_grad)
+_FIELD_GUARDED = (torch.device, slice, range, torch.Size)
+
+
+def _fields(value: Any, source: Source):
+    """(name, source, value) of what makes a device/slice/range/Size equal to another."""
+    if type(value) is torch.Size:
+        return [(f"item {i}", ItemSource(source, i), v) for i, v in enumerate(value)]
+    names = ("type", "index") if type(value) is torch.device else ("start", "stop", "step")
+    return [(name, AttrSource(source, name), getattr(value, name)) for name in names]
 
 
 def wrap_code_constant(value: Any) -> VariableTracker:

@@ -59,12 +59,16 @@ def binary_op(tx, op: Callable, left: VariableTracker, right: VariableTracker) -
     if plain is operator.add and _is_sequence(left) and _is_sequence(right):
         items = _sequence_items(left) + _sequence_items(right)
         if op is operator.iadd and isinstance(left, ListVariable):
-            left.check_mutable()
+            left.check_mutable(tx)
             left.items = items
             return left
         return ListVariable(items) if left.python_type() is list else TupleVariable(items)
     if plain is operator.mul and _is_sequence(left) and right.is_python_constant():
         items = _sequence_items(left) * right.as_python_constant()
+        if op is operator.imul and isinstance(left, ListVariable):
+            left.check_mutable(tx)  # list *= n repeats in place
+            left.items = items
+            return left
         return ListVariable(items) if left.python_type() is list else TupleVariable(items)
     raise unsupported(f"{op.__name__}({left.describe()}, {right.describe()})")
 

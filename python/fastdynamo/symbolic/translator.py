@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dis
 import inspect
+import weakref
 from types import CodeType
 from typing import Any
 
@@ -51,8 +52,7 @@ class InstructionTranslator(LoadStoreOpcodes, StackOpcodes, OperatorOpcodes, Jum
                  stop_at_step: int | None = None):
         self.code = code
         self.name = name or code.co_name
-        self.instructions = list(dis.get_instructions(code))
-        self.offset_to_index = {inst.offset: i for i, inst in enumerate(self.instructions)}
+        self.instructions, self.offset_to_index = _decoded(code)
         self.locals: dict[str, Any] = dict(f_locals)
         self.cells = dict(cells)
         self.f_globals = f_globals
@@ -147,6 +147,19 @@ class InstructionTranslator(LoadStoreOpcodes, StackOpcodes, OperatorOpcodes, Jum
             # A generator run to completion: its values, in order, as an iterator.
             return IteratorVariable(child.yielded)
         return result
+
+
+_DECODED: "weakref.WeakKeyDictionary[CodeType, tuple]" = weakref.WeakKeyDictionary()
+
+
+def _decoded(code: CodeType) -> tuple[list[dis.Instruction], dict[int, int]]:
+    """``dis`` instructions of ``code`` and offset -> index, decoded once per code object
+    (an inlined helper called in a loop is translated once per call)."""
+    found = _DECODED.get(code)
+    if found is None:
+        instructions = list(dis.get_instructions(code))
+        found = _DECODED[code] = (instructions, {inst.offset: i for i, inst in enumerate(instructions)})
+    return found
 
 
 def _collect_handlers() -> dict[str, Any]:

@@ -48,8 +48,10 @@ class CallOpcodes:
         defaults = tuple(self.pop().unpack_var_sequence(self)) if flags & 0x01 else ()
         if not isinstance(kwdefaults, dict):
             raise unsupported("keyword defaults of a nested function")
-        self.push(NestedFunctionVariable(code, code.co_qualname, defaults, kwdefaults, closure,
-                                         self.f_globals, self.globals_source))
+        function = NestedFunctionVariable(code, code.co_qualname, defaults, kwdefaults, closure,
+                                          self.f_globals, self.globals_source)
+        function.has_annotations = bool(flags & 0x04)  # dropped here: cannot be rebuilt
+        self.push(function)
 
 
 _ = (DictVariable, TupleVariable)

@@ -3,17 +3,12 @@ from __future__ import annotations
 
 from ..exc import unsupported
 from ..variables.constant import ConstantVariable
-from ..variables.containers import ConstantRange, IteratorVariable
+from ..variables.containers import IteratorVariable, iterate
 
 
 class IterationOpcodes:
     def GET_ITER(self, inst):
-        value = self.pop()
-        if isinstance(value, ConstantVariable) and type(value.value) is range:
-            value = IteratorVariable(ConstantRange(value.value))
-        elif not isinstance(value, IteratorVariable):
-            value = IteratorVariable(value.unpack_var_sequence(self))
-        self.push(value)
+        self.push(iterate(self, self.pop()))
 
     def FOR_ITER(self, inst):
         if not isinstance(self.stack[-1], IteratorVariable):

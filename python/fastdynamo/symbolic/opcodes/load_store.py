@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from ..builder import wrap_code_constant, wrap_value
 from ..exc import unsupported
+from ..side_effects import where_of
 from ..variables.base import NULL
 from ..variables.functions import CellVariable
 
@@ -31,10 +32,17 @@ class LoadStoreOpcodes:
     def LOAD_CONST(self, inst):
         self.push(wrap_code_constant(inst.argval))
 
+    def _stores_root_globals(self) -> bool:
+        return self.globals_source.root and self.f_globals is self.root_globals
+
     def LOAD_GLOBAL(self, inst):
         name = inst.argval
         if inst.arg & 1:
             self.push(NULL)
+        pending = self.output.side_effects.load_global(name) if self._stores_root_globals() else None
+        if pending is not None:
+            self.push(pending)
+            return
         if name in self.f_globals:
             value = self.f_globals[name]
             source = self.globals_source.for_global(name)
@@ -49,7 +57,9 @@ class LoadStoreOpcodes:
         self.push(wrap_value(self, value, source))
 
     def STORE_GLOBAL(self, inst):
-        raise unsupported(f"assignment to global {inst.argval!r} (side effect)")
+        if not self._stores_root_globals():
+            raise unsupported(f"assignment to global {inst.argval!r} of another module (side effect)")
+        self.output.side_effects.store_global(inst.argval, self.pop(), where_of(self))
 
     def MAKE_CELL(self, inst):
         name = inst.argval
@@ -69,7 +79,7 @@ class LoadStoreOpcodes:
         self.push(self.cells[name].load(self))
 
     def STORE_DEREF(self, inst):
-        self.cells.setdefault(inst.argval, CellVariable()).store(self.pop())
+        self.cells.setdefault(inst.argval, CellVariable()).store(self, self.pop())
 
     def LOAD_ATTR(self, inst):
         obj = self.pop()
@@ -83,7 +93,7 @@ class LoadStoreOpcodes:
 
     def STORE_ATTR(self, inst):
         obj = self.pop()
-        raise unsupported(f"assignment to attribute {inst.argval!r} of {obj.describe()} (side effect)")
+        obj.store_attr(self, inst.argval, self.pop())
 
     def LOAD_ASSERTION_ERROR(self, inst):
         from ..variables.misc import ClassVariable

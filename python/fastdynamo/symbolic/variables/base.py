@@ -42,6 +42,10 @@ class VariableTracker:
     def var_getattr(self, tx: InstructionTranslator, name: str) -> VariableTracker:
         raise unsupported(f"attribute {name!r} of {self.describe()}")
 
+    def store_attr(self, tx: InstructionTranslator, name: str, value: VariableTracker) -> None:
+        """``self.name = value`` (recorded as a side effect where that is modelled)."""
+        raise unsupported(f"assignment to attribute {name!r} of {self.describe()} (side effect)")
+
     def call_function(self, tx: InstructionTranslator, args: list[VariableTracker],
                       kwargs: dict[str, VariableTracker]) -> VariableTracker:
         raise unsupported(f"calling {self.describe()}")

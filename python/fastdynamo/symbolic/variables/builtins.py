@@ -20,7 +20,7 @@ from ..exc import unsupported
 from .base import CallableVariable, VariableTracker
 from .constant import ConstantVariable, wrap_constant_result
 from .containers import (BaseSequenceVariable, DictVariable, IteratorVariable, ListVariable,
-                         SetVariable, TupleVariable, dict_items)
+                         SetVariable, TupleVariable, dict_items, iterate)
 
 # Builtins that are pure on constant arguments.
 PURE_BUILTINS = {abs, all, any, bin, bool, chr, divmod, float, format, hash, hex, int, len, max,
@@ -120,7 +120,8 @@ def _hasattr(tx, obj, name):
 
     attr = name.as_python_constant()
     if isinstance(obj, NNModuleVariable):
-        return ConstantVariable(hasattr(obj.module, attr))
+        stored = tx.output.side_effects.load_attr(obj.module, attr) is not None
+        return ConstantVariable(stored or hasattr(obj.module, attr))
     if isinstance(obj, TensorVariable):
         return ConstantVariable(hasattr(obj.example, attr))
     if obj.is_python_constant():
@@ -135,9 +136,7 @@ def _range(tx, *args):
 
 @handles(iter)
 def _iter(tx, value):
-    if isinstance(value, IteratorVariable):
-        return value
-    return IteratorVariable(value.unpack_var_sequence(tx))
+    return iterate(tx, value)
 
 
 @handles(next)

@@ -1,9 +1,10 @@
 """Tuples, lists, dicts, sets and iterators built or passed in during tracing.
 
-Containers hold VariableTrackers, so a list may mix constants and tensors. A container
-read from the frame (it has a source) is the caller's object: mutating it would be a
-side effect outside the graph, so that is unsupported for now; containers the trace
-built are mutated freely.
+Containers hold VariableTrackers, so a list may mix constants and tensors. A list or
+dict read from the frame (it has a source) is the caller's object: mutating it is
+recorded as a side effect (:mod:`fastdynamo.symbolic.side_effects`) and the caller's
+object gets the final items after the graph ran; containers the trace built are
+mutated freely.
 
 >>> from fastdynamo.symbolic.variables.constant import ConstantVariable
 >>> t = TupleVariable([ConstantVariable(1), ConstantVariable(2)])
@@ -108,23 +109,35 @@ class ListVariable(BaseSequenceVariable):
     def graph_arg(self, fake: bool) -> Any:
         return [item.graph_arg(fake) for item in self.items]
 
-    def check_mutable(self) -> None:
-        if self.source is not None:
-            raise unsupported(f"mutating {self.source.name()}, a list from outside the frame")
+    def check_mutable(self, tx) -> None:
+        """Called before every in-place change: a list from the frame records it."""
+        record_mutation(tx, self)
 
     def setitem(self, tx, index, value) -> None:
-        self.check_mutable()
+        self.check_mutable(tx)
         key = index.as_python_constant()
-        if isinstance(key, slice):
-            self.items[key] = value.unpack_var_sequence(tx)
-        else:
-            self.items[key] = value
+        try:
+            if isinstance(key, slice):
+                self.items[key] = value.unpack_var_sequence(tx)
+            else:
+                self.items[key] = value
+        except (IndexError, TypeError, ValueError) as err:  # the eager run raises it
+            raise unsupported(f"list[{key!r}] = ... raised {type(err).__name__}: {err}") from err
 
     def call_method(self, tx, name, args, kwargs) -> VariableTracker:
         mutators = {"append", "extend", "pop", "insert", "clear", "reverse", "remove", "sort",
                     "__setitem__", "__delitem__"}
-        if name in mutators:
-            self.check_mutable()
+        if name not in mutators:
+            if name == "copy":
+                return ListVariable(list(self.items))
+            return super().call_method(tx, name, args, kwargs)
+        self.check_mutable(tx)
+        try:
+            return self._mutate(tx, name, args, kwargs)
+        except (IndexError, TypeError, ValueError) as err:  # the eager run raises it
+            raise unsupported(f"list.{name}() raised {type(err).__name__}: {err}") from err
+
+    def _mutate(self, tx, name, args, kwargs) -> VariableTracker:
         if name == "append":
             self.items.append(args[0])
         elif name == "extend":
@@ -137,19 +150,15 @@ class ListVariable(BaseSequenceVariable):
             self.items.clear()
         elif name == "reverse":
             self.items.reverse()
-        elif name == "copy":
-            return ListVariable(list(self.items))
         elif name == "__delitem__":
             del self.items[args[0].as_python_constant()]
         elif name == "__setitem__":
             self.setitem(tx, args[0], args[1])
-        elif name in ("remove", "sort"):
+        else:  # remove, sort: on constants
             values = self.as_python_constant()
             getattr(values, name)(*[a.as_python_constant() for a in args],
                                   **{k: v.as_python_constant() for k, v in kwargs.items()})
             self.items = [ConstantVariable(v) for v in values]
-        else:
-            return super().call_method(tx, name, args, kwargs)
         return ConstantVariable(None)
 
     def describe(self) -> str:
@@ -187,12 +196,12 @@ class DictVariable(VariableTracker):
             raise unsupported(f"KeyError {key!r} in {self.describe()}")
         return self.items[key]
 
-    def check_mutable(self) -> None:
-        if self.source is not None:
-            raise unsupported(f"mutating {self.source.name()}, a dict from outside the frame")
+    def check_mutable(self, tx) -> None:
+        """Called before every in-place change: a dict from the frame records it."""
+        record_mutation(tx, self)
 
     def setitem(self, tx, index, value) -> None:
-        self.check_mutable()
+        self.check_mutable(tx)
         self.items[index.as_python_constant()] = value
 
     def call_method(self, tx, name, args, kwargs) -> VariableTracker:
@@ -214,7 +223,9 @@ class DictVariable(VariableTracker):
             return ConstantVariable(len(self.items))
         if name == "copy":
             return DictVariable(self.items)
-        self.check_mutable()
+        if name not in _DICT_MUTATORS:
+            raise unsupported(f"dict.{name}()")
+        self.check_mutable(tx)
         if name == "__setitem__":
             self.setitem(tx, args[0], args[1])
         elif name == "__delitem__":
@@ -244,6 +255,18 @@ class DictVariable(VariableTracker):
 
     def describe(self) -> str:
         return f"DictVariable(keys={list(self.items)!r})"
+
+
+_DICT_MUTATORS = frozenset({"__setitem__", "__delitem__", "update", "pop", "setdefault", "clear"})
+
+
+def record_mutation(tx, container: VariableTracker) -> None:
+    """``container`` is about to change in place: for one read from the frame, a side
+    effect (the caller's object gets its final items after the graph ran)."""
+    if container.source is not None:
+        from ..side_effects import where_of
+
+        tx.output.side_effects.mutate_container(container, where_of(tx))
 
 
 def dict_items(tx, value: VariableTracker) -> dict[Any, VariableTracker]:
@@ -333,3 +356,38 @@ class IteratorVariable(VariableTracker):
 
     def describe(self) -> str:
         return f"IteratorVariable({self.index}/{len(self.items)})"
+
+
+class ListIteratorVariable(IteratorVariable):
+    """``iter(a_list)``: reads the list's items as it goes, as CPython's list iterator
+    does, so appending to or removing from the list inside the loop behaves as in eager."""
+
+    def __init__(self, sequence: ListVariable):
+        self.sequence = sequence
+        self.index = 0
+        self.exhausted = False
+
+    @property
+    def items(self) -> list[VariableTracker]:
+        return [] if self.exhausted else self.sequence.items
+
+    def next_item(self) -> VariableTracker | None:
+        item = super().next_item()
+        self.exhausted = item is None
+        return item
+
+    def unpack_var_sequence(self, tx) -> list[VariableTracker]:
+        rest = super().unpack_var_sequence(tx)
+        self.exhausted = True
+        return rest
+
+
+def iterate(tx, value: VariableTracker) -> IteratorVariable:
+    """``iter(value)``."""
+    if isinstance(value, IteratorVariable):
+        return value
+    if isinstance(value, ListVariable):
+        return ListIteratorVariable(value)
+    if value.is_python_constant() and type(value.as_python_constant()) is range:
+        return IteratorVariable(ConstantRange(value.as_python_constant()))
+    return IteratorVariable(value.unpack_var_sequence(tx))

@@ -13,22 +13,46 @@ import inspect
 import types
 from typing import Any
 
-from ...sources import AttrSource, ItemSource
+from ...sources import AttrSource, ClosureSource, ItemSource
 from ..exc import unsupported
 from .base import VariableTracker
 from .constant import ConstantVariable
 
 
 class CellVariable(VariableTracker):
-    """A closure cell. Cells from outside the trace read their contents lazily from
-    ``real_cell`` (wrapped with ``contents_source``) and may not be written."""
+    """A closure cell. Cells from outside the trace (``real_cell``) read their contents
+    lazily (wrapped with ``contents_source``); a store to one is a side effect, seen by
+    later loads through any CellVariable of the same cell. ``name`` is the free
+    variable's name (a cell is reached under the name of its variable only)."""
 
-    def __init__(self, contents: VariableTracker | None = None, real_cell=None, contents_source=None):
+    def __init__(self, contents: VariableTracker | None = None, real_cell=None, contents_source=None,
+                 name: str | None = None):
         self.contents = contents
         self.real_cell = real_cell
         self.contents_source = contents_source
+        if name is None and isinstance(contents_source, ClosureSource):
+            name = contents_source.free_name
+        self.name = name
+
+    @property
+    def cell_source(self):
+        """Where the rewritten code finds the cell: ``ClosureSource`` for the compiled
+        frame's own free variables (stored with STORE_DEREF), ``fn.__closure__[i]`` for
+        an inlined function's; None when the function has no source."""
+        source = self.contents_source
+        if isinstance(source, AttrSource) and source.attr == "cell_contents":
+            return source.base
+        return source
 
     def load(self, tx) -> VariableTracker:
+        if self.real_cell is not None:
+            effects = tx.output.side_effects
+            if self.cell_source is not None:
+                effects.track(self.real_cell, self.cell_source, kind=("cell", self.name),
+                              pinned=not isinstance(self.cell_source, ClosureSource))
+            pending = effects.load_cell(self.real_cell)
+            if pending is not None:
+                return pending
         if self.contents is None:
             if self.real_cell is None:
                 raise unsupported("free variable referenced before assignment")
@@ -41,10 +65,17 @@ class CellVariable(VariableTracker):
             self.contents = wrap_value(tx, value, self.contents_source)
         return self.contents
 
-    def store(self, value: VariableTracker) -> None:
-        if self.real_cell is not None:
-            raise unsupported("assigning to a closure variable of the caller (side effect)")
-        self.contents = value
+    def store(self, tx, value: VariableTracker) -> None:
+        """``STORE_DEREF``: a cell made in the trace just takes the value."""
+        if self.real_cell is None:
+            self.contents = value
+            return
+        if self.cell_source is None:
+            raise unsupported(f"assignment to nonlocal {self.name!r} of a function without a source")
+        from ..side_effects import where_of
+
+        tx.output.side_effects.store_cell(self.real_cell, self.cell_source, self.name, value,
+                                          where_of(tx))
 
 
 class BaseFunctionVariable(VariableTracker):
@@ -91,7 +122,7 @@ class UserFunctionVariable(BaseFunctionVariable):
         for i, (name, cell) in enumerate(zip(self.fn.__code__.co_freevars, self.fn.__closure__ or ())):
             cell_source = (AttrSource(ItemSource(AttrSource(src, "__closure__"), i), "cell_contents")
                            if src else None)
-            cells[name] = CellVariable(real_cell=cell, contents_source=cell_source)
+            cells[name] = CellVariable(real_cell=cell, contents_source=cell_source, name=name)
         globals_source = globals_source_for(tx, self.fn, src)
         return self.inline(tx, self.fn.__code__, args, kwargs, defaults, kwdefaults, cells,
                            self.fn.__globals__, globals_source, self.fn.__qualname__)

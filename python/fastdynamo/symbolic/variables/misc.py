@@ -94,7 +94,8 @@ class ClassVariable(VariableTracker):
 
 class UserObjectVariable(VariableTracker):
     """An instance of a user class: data attributes are read for real and guarded on
-    their source; methods are inlined with ``self`` bound."""
+    their source; methods are inlined with ``self`` bound. Attribute stores are side
+    effects (:mod:`fastdynamo.symbolic.side_effects`), seen by later reads."""
 
     def __init__(self, value: Any, source=None):
         self.value = value
@@ -107,6 +108,9 @@ class UserObjectVariable(VariableTracker):
         from ..builder import wrap_value
         from .functions import UserFunctionVariable, UserMethodVariable
 
+        pending = tx.output.side_effects.load_attr(self.value, name)
+        if pending is not None:
+            return pending  # the instance dict wins over non-data descriptors (methods)
         cls = type(self.value)
         class_attr = _lookup_class(cls, name)
         if isinstance(class_attr, types.FunctionType):
@@ -123,6 +127,20 @@ class UserObjectVariable(VariableTracker):
             raise unsupported(f"{cls.__qualname__} object has no attribute {name!r}") from err
         return wrap_value(tx, value, AttrSource(self.source, name))
 
+    def store_attr(self, tx, name: str, value: VariableTracker) -> None:
+        from ..side_effects import where_of
+
+        cls = type(self.value)
+        if self.source is None:
+            raise unsupported(f"assignment to attribute {name!r} of an object without a source")
+        if cls.__setattr__ is not object.__setattr__ or cls.__getattribute__ is not object.__getattribute__:
+            raise unsupported(f"assignment to {cls.__qualname__}.{name}: the class customises "
+                              "attribute access (side effect)")
+        if is_data_descriptor(_lookup_class(cls, name)) or not hasattr(self.value, "__dict__"):
+            raise unsupported(f"assignment to {cls.__qualname__}.{name}, a descriptor or slot "
+                              "(side effect)")
+        tx.output.side_effects.store_attr(self, self.value, name, value, where=where_of(tx))
+
     def describe(self) -> str:
         return f"UserObjectVariable({type(self.value).__qualname__})"
 
@@ -136,6 +154,11 @@ def _lookup_class(cls: type, name: str) -> Any:
 
 def _is_plain_data(value: Any) -> bool:
     return not hasattr(type(value), "__get__")
+
+
+def is_data_descriptor(value: Any) -> bool:
+    """A class attribute that intercepts assignment (property, slot, ``__dict__``)."""
+    return hasattr(type(value), "__set__") or hasattr(type(value), "__delete__")
 
 
 def guard_object_type(tx, value: Any, source) -> None:

@@ -55,6 +55,9 @@ class NNModuleVariable(VariableTracker):
         from .functions import UserFunctionVariable, UserMethodVariable
 
         module = self.module
+        pending = tx.output.side_effects.load_attr(module, name)
+        if pending is not None:
+            return pending
         for table in ("_parameters", "_buffers", "_modules"):
             entries = module.__dict__.get(table, {})
             if name in entries:
@@ -77,6 +80,33 @@ class NNModuleVariable(VariableTracker):
             raise unsupported(f"attribute {type(module).__qualname__}.{name} of kind {type(class_attr).__name__}")
         # A class-level constant (e.g. __constants__ or a default); guard it where it is read.
         return wrap_value(tx, getattr(module, name), self._child_source(name))
+
+    def store_attr(self, tx, name: str, value: VariableTracker) -> None:
+        """``self.name = value`` through ``nn.Module.__setattr__``: plain attributes and
+        tensors assigned to buffers; never parameters, submodules or module internals."""
+        from ..side_effects import where_of
+        from .misc import is_data_descriptor
+        from .tensor import TensorVariable
+
+        module = self.module
+        what = f"assignment to {type(module).__qualname__}.{name}"
+        if self.source is None:
+            raise unsupported(f"{what} on a module without a source")
+        if type(module).__setattr__ is not torch.nn.Module.__setattr__:
+            raise unsupported(f"{what}: the module class customises __setattr__")
+        if name in _MODULE_INTERNALS or name == "forward" or name.startswith("__") \
+                or is_data_descriptor(_lookup_class(type(module), name)):
+            raise unsupported(f"{what}, an attribute the module machinery owns")
+        if name in module.__dict__.get("_parameters", {}) or name in module.__dict__.get("_modules", {}):
+            raise unsupported(f"{what}: replacing a parameter or submodule")
+        if isinstance(value, NNModuleVariable) or (isinstance(value, TensorVariable) and
+                                                   issubclass(value.python_type(), torch.nn.Parameter)):
+            raise unsupported(f"{what}: registering a parameter or submodule")
+        if name in module.__dict__.get("_buffers", {}):
+            is_none = value.is_python_constant() and value.as_python_constant() is None
+            if not (isinstance(value, TensorVariable) or is_none) or _buffer_hooks_installed():
+                raise unsupported(f"{what}: a buffer takes a tensor or None (and no registration hooks)")
+        tx.output.side_effects.store_attr(self, module, name, value, pinned=True, where=where_of(tx))
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
         module = self.module
@@ -141,6 +171,17 @@ class NNModuleVariable(VariableTracker):
 
     def describe(self) -> str:
         return f"NNModuleVariable({type(self.module).__qualname__})"
+
+
+# Names every module has in its __dict__ (tables, hooks, flags); ``training`` is a
+# plain attribute and may be assigned.
+_MODULE_INTERNALS = frozenset(torch.nn.Module().__dict__) - {"training"}
+
+
+def _buffer_hooks_installed() -> bool:
+    from torch.nn.modules import module as module_mod
+
+    return bool(getattr(module_mod, "_global_buffer_registration_hooks", None))
 
 
 def _global_hooks_installed() -> bool:
