@@ -52,6 +52,14 @@ BREAKS = [
     ("a = noisy(a, buf)", True),
     ("a = a + count_positive(a, obj)", True),
 ]
+# Mutations of the Python arguments that the trace records and replays (no break).
+EFFECTS = [
+    ("obj.t = a * 2", True),
+    ("obj.n = obj.n * 2 + len(lst)", True),
+    ("lst.append(a)\na = a + lst[-1]", True),
+    ("lst.insert(0, k)", True),
+    ("if len(lst) > 1:\n    lst.pop()", True),
+]
 # Blocks a statement may be nested in; {body} is the indented statement.
 BLOCKS = [
     "{body}",
@@ -90,7 +98,7 @@ def statement(draw, breaking, plain, depth=0):
 def programs(draw):
     dtype = draw(st.sampled_from([torch.float32, torch.float64, torch.int64]))
     is_int = dtype is torch.int64
-    plain = [t for t, int_ok in STATEMENTS if int_ok or not is_int]
+    plain = [t for t, int_ok in STATEMENTS + EFFECTS if int_ok or not is_int]
     breaking = [t for t, int_ok in BREAKS if int_ok or not is_int]
     body = draw(st.lists(statement(breaking, plain), min_size=1, max_size=3))
     body += [_fill(draw, t) for t in draw(st.lists(st.sampled_from(plain), max_size=3))]

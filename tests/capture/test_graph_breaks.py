@@ -800,6 +800,78 @@ def test_break_in_method_argument_is_one_break():
     assert_breaks(report, graphs=2, breaks=[(line_of(mutate_object_and_list, "# BREAK"), "Tensor.item()")])
 
 
+def store_print_store(x, obj, items, buf):
+    obj.n += 1
+    items.append(obj.n)
+    print(obj.n, len(items), file=buf)  # BREAK
+    obj.n *= 3
+    items.append(x.sum())
+    return x + obj.n
+
+
+def callee_stores_and_prints(t, obj, buf):
+    obj.n += 10
+    print("callee", obj.n, file=buf)  # BREAK
+    return t * obj.n
+
+
+def caller_stores(x, obj, buf):
+    obj.n += 1
+    y = callee_stores_and_prints(x, obj, buf)
+    return y + obj.n
+
+
+def stores_around_loop_break(x, obj, buf):
+    obj.n += 1
+    for i in range(3):
+        obj.n += i
+        print(obj.n, file=buf)  # BREAK
+    return x * obj.n
+
+
+def store_then_raise(x, obj):
+    obj.n += 1
+    y = x * 2
+    if obj.n > 1:
+        raise ValueError(f"n={obj.n}")  # BREAK
+    return y
+
+
+@pytest.mark.parametrize("fn, make", [
+    (store_print_store, lambda i: call(vec(i), counter(i), [i], io.StringIO())),
+    (caller_stores, lambda i: call(vec(i), counter(i), io.StringIO())),
+    (stores_around_loop_break, lambda i: call(vec(i), counter(i), io.StringIO())),
+    (store_then_raise, lambda i: call(vec(i), counter(i))),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_stores_before_a_break_are_seen_by_it(fn, make):
+    # recorded stores are replayed before the native region runs
+    assert_matches_eager(fn, make, calls=3)
+
+
+def store_then_graph_error(x, index, obj):
+    obj.n += 1
+    return x.index_select(0, index)  # an IndexError only the real data shows
+
+
+def store_after_break_then_graph_error(x, index, obj, buf):
+    print("before", file=buf)
+    obj.n += 1
+    return x.index_select(0, index)
+
+
+def bad_index(i):
+    return torch.tensor([1 if i == 0 else 7])
+
+
+@pytest.mark.parametrize("fn, make", [
+    (store_then_graph_error, lambda i: call(vec(i), bad_index(i), counter(i))),
+    (store_after_break_then_graph_error, lambda i: call(vec(i), bad_index(i), counter(i), io.StringIO())),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_stores_before_an_error_raised_by_the_graph_happen(fn, make):
+    # eager stores obj.n and then raises; the compiled run must leave obj.n the same
+    assert_matches_eager(fn, make)
+
+
 def test_in_place_tensor_updates_across_break():
     def inplace(x, buf):
         x.add_(1)
