@@ -167,7 +167,36 @@ def calls_decorated(x, buf):
     return y * x, torch.is_grad_enabled()
 
 
-GRAD_FUNCTIONS = [break_in_no_grad, break_in_enable_grad, nested_blocks_break_at_each_level,
+def block_from_variable(x, buf):
+    ctx = torch.no_grad()
+    with ctx:
+        y = x * 2
+        print("ctx", torch.is_grad_enabled(), file=buf)  # BREAK
+        z = y + 1
+    return y, z, x * 2
+
+
+def return_inside_block(x, buf):
+    with torch.no_grad():
+        y = x * 2
+        print("returning", file=buf)  # BREAK
+        return y * 3, torch.is_grad_enabled()
+
+
+def loop_exits_inside_block(x, buf):
+    for i in range(5):
+        with torch.no_grad():
+            x = x + 1
+            print(i, torch.is_grad_enabled(), file=buf)  # BREAK
+            if i == 2:
+                break
+            if i == 1:
+                continue
+        x = x * 2
+    return x, torch.is_grad_enabled()
+
+
+GRAD_FUNCTIONS = [block_from_variable, return_inside_block, loop_exits_inside_block, break_in_no_grad, break_in_enable_grad, nested_blocks_break_at_each_level,
                   two_breaks_in_one_block,
                   set_grad_enabled_calls, set_grad_enabled_block, break_before_block,
                   break_after_block, block_around_inlined_break, inlined_block_with_break,
@@ -446,6 +475,26 @@ def graph_error_in_try_without_break(x, index):
     return z
 
 
+def break_in_try_else(x, buf):
+    try:
+        y = x * 2
+    except ValueError:
+        y = x
+    else:
+        print("else", file=buf)  # BREAK
+        y = y + 1
+    return y
+
+
+def return_inside_try_finally(x, buf):
+    try:
+        y = x * 2
+        print("try", file=buf)  # BREAK
+        return y
+    finally:
+        print("finally", file=buf)
+
+
 def loop_in_try(x, buf):
     try:
         for i in range(3):
@@ -464,6 +513,8 @@ def loop_in_try(x, buf):
     (break_in_finally, lambda i: call(vec(i), io.StringIO())),
     (break_in_finally_while_raising, lambda i: call(vec(i), io.StringIO())),
     (item_in_try, lambda i: call(vec(i))),
+    (break_in_try_else, lambda i: call(vec(i), io.StringIO())),
+    (return_inside_try_finally, lambda i: call(vec(i), io.StringIO())),
     (loop_in_try, lambda i: call(vec(i), io.StringIO())),
     (graph_error_in_try, lambda i: call(vec(i), bad_index(i), io.StringIO())),
     (graph_error_in_try_without_break, lambda i: call(vec(i), bad_index(i))),

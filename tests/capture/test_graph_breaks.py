@@ -415,6 +415,32 @@ def test_break_at_call_with_stack_below(fn):
     assert_matches_eager(fn, lambda i: call(vec(i), io.StringIO()))
 
 
+def break_deep_in_expression(x, buf):
+    label = f"{x.sum().item():.2f} for {x.shape}"  # BREAK
+    return torch.cat([x, x + 1, torch.tensor([len(label)], dtype=x.dtype)]), label
+
+
+class Scale:
+    def __init__(self, k):
+        self.k = k
+
+    def __call__(self, t, buf):
+        print("scale", self.k, file=buf)
+        return t * self.k
+
+
+SCALE = Scale(3)
+
+
+def call_callable_instance(x, buf):
+    return SCALE(x * 2, buf) + 1
+
+
+@pytest.mark.parametrize("fn", [break_deep_in_expression, call_callable_instance], ids=lambda f: f.__name__)
+def test_break_inside_expressions(fn):
+    assert_matches_eager(fn, lambda i: call(vec(i), io.StringIO()))
+
+
 def test_break_in_method_call_argument():
     assert_matches_eager(call_method_with_break_in_argument, lambda i: call(vec(i), [i]))
 
@@ -686,6 +712,33 @@ def test_grad_and_no_grad_calls_share_one_compiled_function():
     for i in range(4):
         with torch.set_grad_enabled(i % 2 == 0):
             assert_matches_eager(item_then_use, lambda _: call(leaf(0)), calls=1, compiled=compiled)
+
+
+class Doubling(torch.nn.Module):
+    def forward(self, x):
+        return x * 2
+
+
+class PrintsThenSuper(Doubling):
+    def forward(self, x, buf):
+        print("child", file=buf)  # BREAK
+        return super().forward(x) + 1
+
+
+class SuperThenPrints(Doubling):
+    def forward(self, x, buf):
+        y = super().forward(x)
+        print("child", file=buf)
+        return super().forward(y) + 1
+
+
+@pytest.mark.parametrize("cls", [PrintsThenSuper, SuperThenPrints], ids=lambda c: c.__name__)
+def test_zero_argument_super_after_break(cls):
+    # super() reads __class__ and the frame's first argument: in a resume function the
+    # first argument must still be self
+    model = cls()
+    compiled = fastdynamo.compile(model)
+    assert_matches_eager(model.forward, lambda i: call(vec(i), io.StringIO()), compiled=compiled)
 
 
 # ---------------------------------------------------------------- signatures and closures
