@@ -18,9 +18,41 @@ import types
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import pytest
 import torch
 
 import fastdynamo
+from fastdynamo import logs
+
+BOOL_BREAK = "tensor used as a Python bool"
+PRINT_BREAK = "print() has effects outside the graph"
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache():
+    """Import into a test module: each test starts from an empty cache, and the grad mode
+    and logs a failing test leaves behind are restored."""
+    fastdynamo.reset()
+    mode = torch.is_grad_enabled()
+    yield
+    fastdynamo.reset()
+    torch.set_grad_enabled(mode)
+    logs.set_logs("")
+
+
+def vec(i: int, n: int = 3) -> torch.Tensor:
+    """A float vector whose sum is positive for even ``i``, negative for odd ``i``."""
+    sign = 1.0 if i % 2 == 0 else -1.0
+    return (torch.arange(n, dtype=torch.float32) + 1 + i) * sign
+
+
+def leaf(i: int, n: int = 3) -> torch.Tensor:
+    return vec(i, n).requires_grad_()
+
+
+def bad_index(i: int) -> torch.Tensor:
+    """A valid index for call 0, then one out of range that only the real data shows."""
+    return torch.tensor([1 if i == 0 else 7])
 
 
 @dataclass

@@ -1,6 +1,7 @@
-"""Graph breaks inside blocks: ``with`` (grad mode inside and after the block, nested
-blocks, exceptions), ``try``/``except``/``finally``, ``for`` and ``while`` loops (a break
-in a long loop must not nest one resume call per iteration), and the trace budget.
+"""Graph breaks inside ``with`` blocks: the grad mode inside and after the block and
+the ``requires_grad`` of results (grad-mode blocks are re-entered for real before the
+break and their __exit__ reaches the resume function), nested blocks, blocks around
+inlined breaks, exceptions raised inside a block after a break, other context managers.
 Compiled (``backend="eager"``) against eager, with the counts explain reports."""
 from __future__ import annotations
 
@@ -11,32 +12,14 @@ import pytest
 import torch
 
 import fastdynamo
-from fastdynamo import config
 
 from . import break_programs
-from .break_helpers import assert_breaks, assert_matches_eager, call, explain, line_of
+from .break_helpers import (PRINT_BREAK, assert_breaks, assert_matches_eager, bad_index, call, explain,
+                            fresh_cache, leaf, line_of, vec)
+
+assert fresh_cache  # an autouse fixture
 
 pytest.importorskip("fastdynamo._native")
-
-PRINT_BREAK = "print() has effects outside the graph"
-
-
-@pytest.fixture(autouse=True)
-def _fresh_cache():
-    fastdynamo.reset()
-    mode = torch.is_grad_enabled()
-    yield
-    fastdynamo.reset()
-    torch.set_grad_enabled(mode)
-
-
-def vec(i, n=3):
-    sign = 1.0 if i % 2 == 0 else -1.0
-    return (torch.arange(n, dtype=torch.float32) + 1 + i) * sign
-
-
-def leaf(i, n=3):
-    return vec(i, n).requires_grad_()
 
 
 # ---------------------------------------------------------------- grad-mode blocks
@@ -300,10 +283,6 @@ def graph_error_after_break_in_no_grad(x, index, buf):
     return z
 
 
-def bad_index(i):
-    return torch.tensor([1 if i == 0 else 7])
-
-
 @pytest.mark.parametrize("outer_grad", [True, False], ids=["grad", "no_grad"])
 @pytest.mark.parametrize("fn", [raise_after_break_in_no_grad, raise_after_break_in_enable_grad],
                          ids=lambda f: f.__name__)
@@ -406,272 +385,3 @@ def user_context_manager_raises(x, log):
 def test_user_context_managers():
     assert_matches_eager(user_context_managers, lambda i: call(vec(i), [i]))
     assert_matches_eager(user_context_manager_raises, lambda i: call(vec(i), []), calls=4)
-
-
-# ---------------------------------------------------------------- try / except / finally
-
-def break_in_try_caught(x, buf):
-    try:
-        y = x * 2
-        print("try", file=buf)  # BREAK
-        raise KeyError("k")
-    except KeyError as err:
-        y = x * 3
-        print("caught", err, file=buf)
-    return y + 1
-
-
-def break_in_handler(x, buf):
-    try:
-        y = x * 2
-        {}["missing"]
-    except KeyError as err:
-        print("caught", repr(err), file=buf)
-        y = y + x.sum().item()
-    return y
-
-
-def break_in_finally(x, buf):
-    try:
-        y = x * 2
-    finally:
-        print("finally", file=buf)  # BREAK
-        y = y + 1
-    return y
-
-
-def break_in_finally_while_raising(x, buf):
-    try:
-        y = x * 2
-        raise RuntimeError(f"raised {y.shape}")
-    finally:
-        print("finally", file=buf)
-
-
-def item_in_try(x):
-    try:
-        s = x.sum().item()  # BREAK
-        y = x * s
-    except ValueError:
-        y = x
-    return y
-
-
-def graph_error_in_try(x, index, buf):
-    try:
-        y = x * 2
-        print("try", file=buf)
-        z = y.index_select(0, index)
-    except IndexError:
-        z = x - 1
-    return z
-
-
-def graph_error_in_try_without_break(x, index):
-    try:
-        z = x.index_select(0, index)
-    except IndexError:
-        z = x - 1
-    return z
-
-
-def break_in_try_else(x, buf):
-    try:
-        y = x * 2
-    except ValueError:
-        y = x
-    else:
-        print("else", file=buf)  # BREAK
-        y = y + 1
-    return y
-
-
-def return_inside_try_finally(x, buf):
-    try:
-        y = x * 2
-        print("try", file=buf)  # BREAK
-        return y
-    finally:
-        print("finally", file=buf)
-
-
-def loop_in_try(x, buf):
-    try:
-        for i in range(3):
-            x = x + i
-            print(i, file=buf)
-            if i == 2:
-                raise IndexError("i")
-    except IndexError:
-        x = x * 10
-    return x
-
-
-@pytest.mark.parametrize("fn, make", [
-    (break_in_try_caught, lambda i: call(vec(i), io.StringIO())),
-    (break_in_handler, lambda i: call(vec(i), io.StringIO())),
-    (break_in_finally, lambda i: call(vec(i), io.StringIO())),
-    (break_in_finally_while_raising, lambda i: call(vec(i), io.StringIO())),
-    (item_in_try, lambda i: call(vec(i))),
-    (break_in_try_else, lambda i: call(vec(i), io.StringIO())),
-    (return_inside_try_finally, lambda i: call(vec(i), io.StringIO())),
-    (loop_in_try, lambda i: call(vec(i), io.StringIO())),
-    (graph_error_in_try, lambda i: call(vec(i), bad_index(i), io.StringIO())),
-    (graph_error_in_try_without_break, lambda i: call(vec(i), bad_index(i))),
-], ids=lambda v: getattr(v, "__name__", ""))
-def test_try_blocks(fn, make):
-    assert_matches_eager(fn, make, calls=3)
-
-
-def test_try_break_locations():
-    for fn in (break_in_try_caught, break_in_finally):
-        report = explain(fn, vec(0), io.StringIO())
-        assert report.break_reasons[0].location == line_of(fn, "# BREAK")
-        assert PRINT_BREAK in report.break_reasons[0].reason
-        assert report.graph_count >= 1
-    report = explain(item_in_try, vec(0))
-    assert_breaks(report, graphs=2, breaks=[(line_of(item_in_try, "# BREAK"), "Tensor.item()")])
-
-
-# ---------------------------------------------------------------- loops
-
-def print_in_for(x, n, buf):
-    x = x * 2
-    for i in range(n):
-        x = x + i
-        print(i, file=buf)  # BREAK
-    return x.sin()
-
-
-def print_in_while(x, n, buf):
-    i = 0
-    while i < n:
-        x = x + 1
-        print(i, file=buf)  # BREAK
-        i += 1
-    return x.cos()
-
-
-def while_tensor_condition(x, limit):
-    steps = 0
-    while x.sum() < limit:  # BREAK
-        x = x + 1
-        steps += 1
-    return x, steps
-
-
-def item_in_nested_loops(x):
-    total = 0.0
-    for i in range(3):
-        for j in range(2):
-            x = x * 0.5 + j
-            total += x.sum().item()  # BREAK
-    return x, total
-
-
-def while_true_with_break(x, buf):
-    i = 0
-    while True:
-        x = x * 2
-        i += 1
-        if x.sum() > 10:  # BREAK
-            break
-        print(i, file=buf)
-    return x, i
-
-
-def for_else(x, buf):
-    for i in range(3):
-        if x.sum() > 100:  # BREAK
-            break
-        x = x + 1
-    else:
-        print("no break", file=buf)
-        x = x * 2
-    return x
-
-
-def loop_in_block(x, buf):
-    with torch.no_grad():
-        for i in range(3):
-            x = x * 2
-            print(i, torch.is_grad_enabled(), file=buf)  # BREAK
-        y = x + 1
-    return x, y, torch.is_grad_enabled()
-
-
-def block_in_loop(x, buf):
-    for i in range(3):
-        with torch.no_grad():
-            x = x * 2
-            print(i, torch.is_grad_enabled(), file=buf)  # BREAK
-        x = x + 1
-    return x
-
-
-def list_built_in_loop(x, items):
-    while x.sum() > 0:
-        items.append(x.sum().item())
-        x = x - 1
-    return x, items
-
-
-def loop_with_inlined_break(x, buf, n=3):
-    for i in range(n):
-        x = helper_prints_grad_mode(x, buf)
-    return x
-
-
-@pytest.mark.parametrize("fn, make", [
-    (print_in_for, lambda i: call(vec(i), i + 1, io.StringIO())),
-    (print_in_while, lambda i: call(vec(i), i + 1, io.StringIO())),
-    (while_tensor_condition, lambda i: call(vec(i), 10 + i)),
-    (item_in_nested_loops, lambda i: call(vec(i))),
-    (while_true_with_break, lambda i: call(vec(0) * (i + 1), io.StringIO())),
-    (for_else, lambda i: call(vec(0) * (30 * i), io.StringIO())),
-    (loop_in_block, lambda i: call(leaf(i), io.StringIO())),
-    (block_in_loop, lambda i: call(leaf(i), io.StringIO())),
-    (list_built_in_loop, lambda i: call(vec(0) + i, [i])),
-    (loop_with_inlined_break, lambda i: call(vec(i), io.StringIO())),
-], ids=lambda v: getattr(v, "__name__", ""))
-def test_loops(fn, make):
-    assert_matches_eager(fn, make, calls=3)
-
-
-def test_loop_break_counts_do_not_grow_with_iterations():
-    for n in (3, 50):
-        report = explain(print_in_for, vec(0), n, io.StringIO())
-        # the graph before the loop (x * 2), the loop as Python, the graph after it (sin)
-        assert_breaks(report, graphs=2, breaks=[(line_of(print_in_for, "# BREAK"), PRINT_BREAK)])
-        report = explain(print_in_while, vec(0), n, io.StringIO())
-        assert_breaks(report, graphs=1, breaks=[(line_of(print_in_while, "# BREAK"), PRINT_BREAK)])
-    report = explain(item_in_nested_loops, vec(0))
-    assert_breaks(report, graphs=0, breaks=[(line_of(item_in_nested_loops, "# BREAK"), "Tensor.item()")])
-
-
-@pytest.mark.parametrize("fn, make", [
-    (print_in_for, lambda: call(torch.zeros(2), 5000, io.StringIO())),
-    (print_in_while, lambda: call(torch.zeros(2), 5000, io.StringIO())),
-    (while_tensor_condition, lambda: call(torch.zeros(2), 10000)),
-    (loop_with_inlined_break, lambda: call(torch.zeros(2), io.StringIO(), 5000)),
-], ids=lambda v: getattr(v, "__name__", ""))
-def test_long_loop_does_not_nest_resume_calls(fn, make):
-    # 5000 iterations: one resume call per iteration would overflow the recursion limit
-    assert_matches_eager(fn, lambda i: make(), calls=2)
-
-
-def test_trace_budget_breaks_long_loops(monkeypatch):
-    def unrolled(x):
-        for _ in range(200):
-            x = x + 1
-        return x * 2
-
-    monkeypatch.setattr(config, "max_trace_steps", 300)
-    assert_matches_eager(unrolled, lambda i: call(vec(i)))
-    report = explain(unrolled, vec(0))
-    assert len(report.break_reasons) == 1
-    assert "config.max_trace_steps" in report.break_reasons[0].reason
-    assert report.break_reasons[0].location == line_of(unrolled, "x = x + 1")
-    monkeypatch.setattr(config, "max_trace_steps", 100_000)
-    report = explain(unrolled, vec(0))
-    assert report.graph_count == 1 and report.graph_break_count == 0
