@@ -1,0 +1,164 @@
+"""Graph breaks inside ``for`` and ``while`` loops: the outermost loop runs as Python,
+so counts do not grow with iterations and a 5000-iteration loop nests no resume calls
+(no RecursionError); loops over tensor conditions, nested loops, loops in blocks and
+blocks in loops; the trace budget (``config.max_trace_steps``) breaks long unrolled loops."""
+from __future__ import annotations
+
+import io
+
+import pytest
+import torch
+
+from fastdynamo import config
+
+from .break_helpers import (PRINT_BREAK, assert_breaks, assert_matches_eager, call, explain, fresh_cache,
+                            leaf, line_of, vec)
+from .test_graph_break_blocks import helper_prints_grad_mode
+
+assert fresh_cache  # an autouse fixture
+
+pytest.importorskip("fastdynamo._native")
+
+
+# ---------------------------------------------------------------- loops
+
+def print_in_for(x, n, buf):
+    x = x * 2
+    for i in range(n):
+        x = x + i
+        print(i, file=buf)  # BREAK
+    return x.sin()
+
+
+def print_in_while(x, n, buf):
+    i = 0
+    while i < n:
+        x = x + 1
+        print(i, file=buf)  # BREAK
+        i += 1
+    return x.cos()
+
+
+def while_tensor_condition(x, limit):
+    steps = 0
+    while x.sum() < limit:  # BREAK
+        x = x + 1
+        steps += 1
+    return x, steps
+
+
+def item_in_nested_loops(x):
+    total = 0.0
+    for i in range(3):
+        for j in range(2):
+            x = x * 0.5 + j
+            total += x.sum().item()  # BREAK
+    return x, total
+
+
+def while_true_with_break(x, buf):
+    i = 0
+    while True:
+        x = x * 2
+        i += 1
+        if x.sum() > 10:  # BREAK
+            break
+        print(i, file=buf)
+    return x, i
+
+
+def for_else(x, buf):
+    for i in range(3):
+        if x.sum() > 100:  # BREAK
+            break
+        x = x + 1
+    else:
+        print("no break", file=buf)
+        x = x * 2
+    return x
+
+
+def loop_in_block(x, buf):
+    with torch.no_grad():
+        for i in range(3):
+            x = x * 2
+            print(i, torch.is_grad_enabled(), file=buf)  # BREAK
+        y = x + 1
+    return x, y, torch.is_grad_enabled()
+
+
+def block_in_loop(x, buf):
+    for i in range(3):
+        with torch.no_grad():
+            x = x * 2
+            print(i, torch.is_grad_enabled(), file=buf)  # BREAK
+        x = x + 1
+    return x
+
+
+def list_built_in_loop(x, items):
+    while x.sum() > 0:
+        items.append(x.sum().item())
+        x = x - 1
+    return x, items
+
+
+def loop_with_inlined_break(x, buf, n=3):
+    for i in range(n):
+        x = helper_prints_grad_mode(x, buf)
+    return x
+
+
+@pytest.mark.parametrize("fn, make", [
+    (print_in_for, lambda i: call(vec(i), i + 1, io.StringIO())),
+    (print_in_while, lambda i: call(vec(i), i + 1, io.StringIO())),
+    (while_tensor_condition, lambda i: call(vec(i), 10 + i)),
+    (item_in_nested_loops, lambda i: call(vec(i))),
+    (while_true_with_break, lambda i: call(vec(0) * (i + 1), io.StringIO())),
+    (for_else, lambda i: call(vec(0) * (30 * i), io.StringIO())),
+    (loop_in_block, lambda i: call(leaf(i), io.StringIO())),
+    (block_in_loop, lambda i: call(leaf(i), io.StringIO())),
+    (list_built_in_loop, lambda i: call(vec(0) + i, [i])),
+    (loop_with_inlined_break, lambda i: call(vec(i), io.StringIO())),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_loops(fn, make):
+    assert_matches_eager(fn, make, calls=3)
+
+
+def test_loop_break_counts_do_not_grow_with_iterations():
+    for n in (3, 50):
+        report = explain(print_in_for, vec(0), n, io.StringIO())
+        # the graph before the loop (x * 2), the loop as Python, the graph after it (sin)
+        assert_breaks(report, graphs=2, breaks=[(line_of(print_in_for, "# BREAK"), PRINT_BREAK)])
+        report = explain(print_in_while, vec(0), n, io.StringIO())
+        assert_breaks(report, graphs=1, breaks=[(line_of(print_in_while, "# BREAK"), PRINT_BREAK)])
+    report = explain(item_in_nested_loops, vec(0))
+    assert_breaks(report, graphs=0, breaks=[(line_of(item_in_nested_loops, "# BREAK"), "Tensor.item()")])
+
+
+@pytest.mark.parametrize("fn, make", [
+    (print_in_for, lambda: call(torch.zeros(2), 5000, io.StringIO())),
+    (print_in_while, lambda: call(torch.zeros(2), 5000, io.StringIO())),
+    (while_tensor_condition, lambda: call(torch.zeros(2), 10000)),
+    (loop_with_inlined_break, lambda: call(torch.zeros(2), io.StringIO(), 5000)),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_long_loop_does_not_nest_resume_calls(fn, make):
+    # 5000 iterations: one resume call per iteration would overflow the recursion limit
+    assert_matches_eager(fn, lambda i: make(), calls=2)
+
+
+def test_trace_budget_breaks_long_loops(monkeypatch):
+    def unrolled(x):
+        for _ in range(200):
+            x = x + 1
+        return x * 2
+
+    monkeypatch.setattr(config, "max_trace_steps", 300)
+    assert_matches_eager(unrolled, lambda i: call(vec(i)))
+    report = explain(unrolled, vec(0))
+    assert len(report.break_reasons) == 1
+    assert "config.max_trace_steps" in report.break_reasons[0].reason
+    assert report.break_reasons[0].location == line_of(unrolled, "x = x + 1")
+    monkeypatch.setattr(config, "max_trace_steps", 100_000)
+    report = explain(unrolled, vec(0))
+    assert report.graph_count == 1 and report.graph_break_count == 0

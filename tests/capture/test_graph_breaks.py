@@ -1,0 +1,526 @@
+"""Graph breaks, kind by kind: compiled (``backend="eager"``) against eager over several
+calls (the first compiles, later ones hit the cache or take the other branch), with the
+graph and break counts, reasons and ``file:line`` that explain reports. Reports (fullgraph,
+logs) are in test_graph_break_reports.py, the state a break rebuilds (modules, signatures,
+closures, mutations) in test_graph_break_state.py, blocks and loops in
+test_graph_break_blocks.py, _try.py and _loops.py, generated programs in
+test_generated_breaks.py."""
+from __future__ import annotations
+
+import io
+import re
+import warnings
+
+import pytest
+import torch
+
+import fastdynamo
+from fastdynamo import config
+
+from . import break_programs
+from .break_helpers import (BOOL_BREAK, PRINT_BREAK, assert_breaks, assert_matches_eager, call, explain,
+                            fresh_cache, leaf, line_of, vec)
+
+assert fresh_cache  # an autouse fixture
+
+pytest.importorskip("fastdynamo._native")
+
+
+# ---------------------------------------------------------------- data-dependent branches
+
+def branch_on_sum(x):
+    y = x * 2
+    if y.sum() > 0:  # BREAK
+        y = y + 1
+    else:
+        y = y - 1
+    return y.cos(), y.dtype
+
+
+def test_if_on_tensor_takes_both_branches():
+    assert_matches_eager(branch_on_sum, lambda i: call(vec(i)), calls=4)
+    for i in (0, 1):
+        report = explain(branch_on_sum, vec(i))
+        assert_breaks(report, graphs=2, breaks=[(line_of(branch_on_sum, "# BREAK"), BOOL_BREAK)])
+
+
+def truth_of_tensor(x):
+    if x:  # BREAK
+        return x + 1
+    return x - 1
+
+
+def test_if_tensor_directly():
+    assert_matches_eager(truth_of_tensor, lambda i: call(torch.tensor([float(i % 2)])), calls=4)
+    report = explain(truth_of_tensor, torch.tensor([1.0]))
+    assert_breaks(report, graphs=1, breaks=[(line_of(truth_of_tensor, "# BREAK"), BOOL_BREAK)])
+
+
+def branch_in_condition_expression(x):
+    y = x.sin()
+    z = y * 2 if (x > 0).all() else y * 3  # BREAK
+    return z + 1
+
+
+def test_conditional_expression_on_tensor():
+    assert_matches_eager(branch_in_condition_expression, lambda i: call(vec(i)), calls=4)
+    report = explain(branch_in_condition_expression, vec(0))
+    assert_breaks(report, graphs=2, breaks=[(line_of(branch_in_condition_expression, "# BREAK"), BOOL_BREAK)])
+
+
+def short_circuit_and(x):
+    y = (x.sum() > 0) and x.sum() * 2  # BREAK
+    return y + 1
+
+
+def short_circuit_or(x):
+    y = (x.max() > 100) or x.min() * 2  # BREAK
+    return y + 1
+
+
+@pytest.mark.parametrize("fn", [short_circuit_and, short_circuit_or])
+def test_short_circuit_on_tensor(fn):
+    # JUMP_IF_FALSE_OR_POP / JUMP_IF_TRUE_OR_POP on a tensor
+    assert_matches_eager(fn, lambda i: call(vec(i)), calls=4)
+    report = explain(fn, vec(0))
+    assert report.break_reasons[0].location == line_of(fn, "# BREAK")
+
+
+def while_on_tensor(x):
+    steps = 0
+    while x.sum() > 0:  # BREAK
+        x = x - 1
+        steps += 1
+    return x, steps
+
+
+def test_while_on_tensor_condition():
+    assert_matches_eager(while_on_tensor, lambda i: call(vec(0) * i), calls=3)
+    report = explain(while_on_tensor, vec(0))
+    where = line_of(while_on_tensor, "# BREAK")
+    # the loop's first test, then the loop (run as Python) in the resume function
+    assert_breaks(report, graphs=None, breaks=[(where, BOOL_BREAK), (where, BOOL_BREAK)])
+
+
+def test_assert_on_tensor():
+    fn = break_programs.assert_on_tensor
+    assert_matches_eager(fn, lambda i: call(vec(i)), calls=4)  # odd i: AssertionError
+    report = explain(fn, vec(0))
+    assert_breaks(report, graphs=2, breaks=[(line_of(fn, "# BREAK"), BOOL_BREAK)])
+
+
+# ---------------------------------------------------------------- tensors to Python values
+
+def item_then_use(x):
+    y = x.sin()
+    s = y.sum().item()  # BREAK
+    return y * s, s
+
+
+def tolist_then_use(x):
+    y = x * 2
+    values = y.tolist()  # BREAK
+    return y + values[0], values
+
+
+def bool_of_tensor(x):
+    y = x + 1
+    flag = bool(y.sum() > 2)  # BREAK
+    return (y * 2 if flag else y), flag
+
+
+def int_of_tensor(x):
+    y = x.abs() + 1
+    n = int(y.sum())  # BREAK
+    return y * n, n
+
+
+def float_of_tensor(x):
+    y = x + 1
+    f = float(y.mean())  # BREAK
+    return y * f, f
+
+
+def index_with_item(x):
+    y = x * 2
+    return y[int(x.argmax().item())]  # BREAK
+
+
+@pytest.mark.parametrize("fn, reason", [
+    (item_then_use, "Tensor.item() leaves the graph"),
+    (tolist_then_use, "Tensor.tolist() leaves the graph"),
+    (bool_of_tensor, BOOL_BREAK),
+    (int_of_tensor, "converting a tensor to a Python number"),
+    (float_of_tensor, "converting a tensor to a Python number"),
+    (index_with_item, "Tensor.item() leaves the graph"),
+], ids=lambda v: getattr(v, "__name__", "reason"))
+def test_tensor_to_python_value(fn, reason):
+    assert_matches_eager(fn, lambda i: call(vec(i)), calls=4)
+    report = explain(fn, vec(0))
+    assert_breaks(report, graphs=2, breaks=[(line_of(fn, "# BREAK"), reason)])
+
+
+def test_item_specialization_past_recompile_limit():
+    # The resume function is specialized on the Python number; past the recompile limit
+    # it runs eagerly, and every result stays right.
+    fn = item_then_use
+    compiled = fastdynamo.compile(fn, backend="eager")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert_matches_eager(fn, lambda i: call(torch.full((2,), float(i))),
+                             calls=config.recompile_limit + 4, compiled=compiled)
+
+
+# ---------------------------------------------------------------- print and other effects
+
+def print_text(x, buf):
+    y = x * 2
+    print("value", 3, file=buf)  # BREAK
+    return y + 1
+
+
+def print_with_sep_end(x, buf):
+    y = x * 2
+    print("a", "b", sep="|", end="!\n", file=buf)  # BREAK
+    return y + 1
+
+
+def print_shape(x, buf):
+    y = x.sin()
+    print("shape", y.shape, y.dtype, file=buf)  # BREAK
+    return y * 2
+
+
+def print_tensor(x, buf):
+    y = x.sum()
+    print(y, file=buf)  # BREAK
+    return y + 1
+
+
+def print_tensor_values(x, buf):
+    y = x * 2
+    print("y =", y, file=buf)  # BREAK
+    return y - 1
+
+
+@pytest.mark.parametrize("fn", [print_text, print_with_sep_end, print_shape, print_tensor,
+                                print_tensor_values], ids=lambda f: f.__name__)
+def test_print(fn):
+    assert_matches_eager(fn, lambda i: call(vec(i), io.StringIO()), calls=3)
+    report = explain(fn, vec(0), io.StringIO())
+    # Printing a tensor runs torch's formatting (and collections' generated namedtuple
+    # code) natively: no break of the user's besides the print.
+    assert_breaks(report, graphs=2, breaks=[(line_of(fn, "# BREAK"), PRINT_BREAK)])
+
+
+def print_returns_input(x, buf):
+    print("identity", file=buf)  # BREAK
+    return x
+
+
+def print_returns_inputs_and_new(x, y, buf):
+    z = x + y
+    print("identity", file=buf)  # BREAK
+    return y, z, x
+
+
+def test_break_keeps_identity_of_returned_arguments():
+    assert_matches_eager(print_returns_input, lambda i: call(vec(i), io.StringIO()))
+    assert_matches_eager(print_returns_inputs_and_new, lambda i: call(vec(i), leaf(i), io.StringIO()))
+    x, y = vec(0), vec(1)
+    out = fastdynamo.compile(print_returns_inputs_and_new)(x, y, io.StringIO())
+    assert out[0] is y and out[2] is x
+
+
+COUNTER = 0
+
+
+def bump_global(x, buf):
+    global COUNTER
+    y = x * 2
+    COUNTER += 1
+    print("counter", COUNTER, file=buf)  # BREAK
+    COUNTER += 1
+    return y + COUNTER
+
+
+def test_global_assignment_before_and_after_break():
+    # The store before the break is seen by the print (replayed before the native
+    # region); the one after it by the result.
+    global COUNTER
+    compiled = fastdynamo.compile(bump_global)
+    for i in range(3):
+        before = COUNTER
+        expected_buf, actual_buf = io.StringIO(), io.StringIO()
+        expected = bump_global(vec(i), expected_buf)
+        COUNTER = before
+        torch.testing.assert_close(compiled(vec(i), actual_buf), expected)
+        assert COUNTER == before + 2
+        assert actual_buf.getvalue() == expected_buf.getvalue()
+    report = explain(bump_global, vec(0), io.StringIO())
+    assert_breaks(report, graphs=2, breaks=[(line_of(bump_global, "# BREAK"), PRINT_BREAK)])
+
+
+# ---------------------------------------------------------------- unsupported calls
+
+def unique_call(x):
+    y = x.round()
+    values = torch.unique(y)  # BREAK
+    return values * 2, y
+
+
+@fastdynamo.disable
+def not_compiled(t):
+    return t * 10
+
+
+def disabled_call(x):
+    y = x + 1
+    z = not_compiled(y)  # BREAK
+    return z - y
+
+
+def nonzero_call(x):
+    y = x + 1
+    idx = y.nonzero()  # BREAK
+    return idx + 1, y
+
+
+def numpy_call(x):
+    y = x * 2
+    arr = y.numpy()  # BREAK
+    return y + float(arr.sum())
+
+
+_tuple_new = tuple.__new__
+
+
+def c_function_global(x):
+    y = x + 1
+    t = _tuple_new(tuple, (1, 2))  # BREAK
+    return y + t[0]
+
+
+@pytest.mark.parametrize("fn, reason", [
+    (unique_call, "torch.unique is not captured"),
+    (disabled_call, "marked fastdynamo.disable"),
+    (nonzero_call, "Tensor.nonzero() leaves the graph"),
+    (numpy_call, "Tensor.numpy() leaves the graph"),
+    (c_function_global, "tuple.__new__"),
+], ids=lambda v: getattr(v, "__name__", "reason"))
+def test_unsupported_call(fn, reason):
+    assert_matches_eager(fn, lambda i: call(vec(i)), calls=3)
+    report = explain(fn, vec(0))
+    assert report.break_reasons[0].location == line_of(fn, "# BREAK")
+    assert reason in report.break_reasons[0].reason
+    assert report.graph_count >= 1
+
+
+# ---------------------------------------------------------------- inside inlined calls
+
+def callee_prints(t, buf):
+    u = t * 2
+    print("callee", file=buf)  # BREAK
+    return u + 1
+
+
+def caller(x, buf):
+    y = x.sin()
+    z = callee_prints(y, buf)  # CALL
+    return z * 3
+
+
+def caller_of_caller(x, buf):
+    w = caller(x + 1, buf)  # CALL
+    return w.sum()
+
+
+def test_break_inside_inlined_call_surfaces_at_call_site():
+    assert_matches_eager(caller, lambda i: call(vec(i), io.StringIO()))
+    report = explain(caller, vec(0), io.StringIO())
+    brk = report.break_reasons[0]
+    assert brk.location == line_of(callee_prints, "# BREAK")
+    assert PRINT_BREAK in brk.reason
+    file, line = line_of(caller, "# CALL").rsplit(":", 1)
+    assert brk.where[0] == (file, int(line), "caller")
+    assert brk.where[-1][:2] == (file, int(line_of(callee_prints, "# BREAK").rsplit(":", 1)[1]))
+    assert len(brk.where) == 2
+    # before the call (sin), the callee's frame before and after its print, after the call
+    assert report.graph_count == 4, report
+    assert "sin" in report.graphs[0].code
+
+
+def test_break_two_inlined_calls_deep():
+    assert_matches_eager(caller_of_caller, lambda i: call(vec(i), io.StringIO()))
+    report = explain(caller_of_caller, vec(0), io.StringIO())
+    brk = report.break_reasons[0]
+    assert brk.location == line_of(callee_prints, "# BREAK")
+    assert [w[2] for w in brk.where][:1] == ["caller_of_caller"]
+    assert len(brk.where) == 3
+    assert f"{brk.where[0][0]}:{brk.where[0][1]}" == line_of(caller_of_caller, "# CALL")
+    assert f"{brk.where[1][0]}:{brk.where[1][1]}" == line_of(caller, "# CALL")
+
+
+def test_fullgraph_names_callee_line():
+    with pytest.raises(fastdynamo.FullGraphError, match=re.escape(line_of(callee_prints, "# BREAK"))):
+        fastdynamo.compile(caller, fullgraph=True)(vec(0), io.StringIO())
+
+
+def call_with_keywords(x, buf):
+    return keyword_only_callee(x, buf=buf, scale=3) + 1  # CALL
+
+
+def keyword_only_callee(x, *, buf, scale):
+    y = x * scale
+    print("kw", scale, file=buf)  # BREAK
+    return y + 1
+
+
+def call_with_star_args(x, buf):
+    pair = (x, buf)
+    return callee_prints(*pair) + 1  # CALL
+
+
+def call_with_break_in_arguments(x, buf):
+    return torch.add(x * 2, x.sum().item())  # BREAK
+
+
+def call_method_with_break_in_argument(x, items):
+    items.append(x.sum().item())  # BREAK
+    return x * len(items)
+
+
+@pytest.mark.parametrize("fn", [call_with_keywords, call_with_star_args, call_with_break_in_arguments])
+def test_break_at_call_with_stack_below(fn):
+    # KW_NAMES, CALL_FUNCTION_EX, and a NULL + callable below the broken argument
+    assert_matches_eager(fn, lambda i: call(vec(i), io.StringIO()))
+
+
+def break_deep_in_expression(x, buf):
+    label = f"{x.sum().item():.2f} for {x.shape}"  # BREAK
+    return torch.cat([x, x + 1, torch.tensor([len(label)], dtype=x.dtype)]), label
+
+
+class Scale:
+    def __init__(self, k):
+        self.k = k
+
+    def __call__(self, t, buf):
+        print("scale", self.k, file=buf)
+        return t * self.k
+
+
+SCALE = Scale(3)
+
+
+def call_callable_instance(x, buf):
+    return SCALE(x * 2, buf) + 1
+
+
+@pytest.mark.parametrize("fn", [break_deep_in_expression, call_callable_instance], ids=lambda f: f.__name__)
+def test_break_inside_expressions(fn):
+    assert_matches_eager(fn, lambda i: call(vec(i), io.StringIO()))
+
+
+def test_break_in_method_call_argument():
+    assert_matches_eager(call_method_with_break_in_argument, lambda i: call(vec(i), [i]))
+
+
+# ---------------------------------------------------------------- unsupported opcodes
+
+def import_inside(x):
+    y = x * 2
+    import math  # BREAK
+    return y * math.pi
+
+
+class Holder:
+    pass
+
+
+def delete_attribute(x, obj):
+    y = x * 2
+    del obj.value  # BREAK
+    return y + 1, hasattr(obj, "value")
+
+
+def class_inside(x):
+    y = x * 2
+
+    class Local:  # BREAK
+        factor = 3
+    return y * Local.factor
+
+
+def match_statement(x):
+    y = x * 2
+    match x.shape:
+        case (3,):  # BREAK
+            y = y + 1
+        case _:
+            y = y - 1
+    return y
+
+
+def holder(i):
+    obj = Holder()
+    obj.value = i
+    return obj
+
+
+@pytest.mark.parametrize("fn, make, opcode", [
+    (import_inside, lambda i: call(vec(i)), "IMPORT_NAME"),
+    (delete_attribute, lambda i: call(vec(i), holder(i)), "DELETE_ATTR"),
+    (class_inside, lambda i: call(vec(i)), "LOAD_BUILD_CLASS"),
+    (match_statement, lambda i: call(vec(i, n=3 + i % 2)), "MATCH_SEQUENCE"),
+], ids=lambda v: v if isinstance(v, str) else getattr(v, "__name__", ""))
+def test_unsupported_opcode(fn, make, opcode):
+    assert_matches_eager(fn, make, calls=3)
+    report = explain(fn, *make(0).args)
+    assert report.break_reasons[0].location == line_of(fn, "# BREAK")
+    assert f"opcode {opcode} is not supported" in report.break_reasons[0].reason
+    assert report.graph_count >= 1
+
+
+# ---------------------------------------------------------------- raise
+
+def raise_after_ops(x):
+    y = x * 2
+    if x.shape[0] > 2:
+        raise ValueError(f"too long: {y.shape}")  # BREAK
+    return y
+
+
+def raise_caught(x):
+    y = x * 2
+    try:
+        raise ValueError("bad value")  # BREAK
+    except ValueError as err:
+        message = str(err)
+    return y + len(message)
+
+
+def test_raise_matches_eager():
+    assert_matches_eager(raise_after_ops, lambda i: call(vec(0, n=2 + i % 2)), calls=4)
+    assert_matches_eager(raise_caught, lambda i: call(vec(i)))
+
+
+def test_raise_is_one_break_with_a_readable_reason():
+    report = explain(raise_caught, vec(0))
+    brk = report.break_reasons[0]
+    assert brk.location == line_of(raise_caught, "# BREAK")
+    assert "ValueError" in brk.reason and "Variable(" not in brk.reason, brk.reason
+    assert report.graph_break_count == 1, [str(b) for b in report.break_reasons]
+
+
+def test_handler_resume_functions_stay_python_after_reset():
+    # A handler exit's resume function runs as Python (SKIP). reset() drops that mark
+    # while the resume code stays cached: it must not come back as a compiled frame
+    # breaking at PUSH_EXC_INFO on the ``def`` line.
+    for _ in range(2):
+        fastdynamo.compile(raise_caught)(vec(0))
+        fastdynamo.reset()
+    report = explain(raise_caught, vec(0))
+    found = [str(b) for b in report.break_reasons]
+    assert not any("PUSH_EXC_INFO" in reason for reason in found), found
+    assert line_of(raise_caught, "def raise_caught") not in " ".join(found), found
