@@ -164,6 +164,10 @@ class ConvertFrame:
             return None
         if code.co_flags & _NOT_COMPILED_FLAGS or code.co_name in _NOT_COMPILED_NAMES:
             return "SKIP"
+        if not code.co_flags & inspect.CO_OPTIMIZED:
+            return "SKIP"  # class bodies, exec'd code: their locals are a namespace dict
+        if filename == "<string>" and "_tuple_new" in code.co_names:
+            return "SKIP"  # collections.namedtuple's generated constructor
         if filename.startswith(self._skip_dirs):
             return "SKIP"
         if filename.startswith(_STDLIB) and "site-packages" not in filename:
