@@ -85,7 +85,8 @@ def lower(aten_gm: torch.fx.GraphModule, input_names: list | None = None) -> Ker
 class _Lowering:
     def __init__(self, aten_gm: torch.fx.GraphModule, input_names: list | None = None):
         self.gm = aten_gm
-        placeholders = list(aten_gm.graph.find_nodes(op="placeholder"))
+        # not Graph.find_nodes: GPU machines may have a torch older than 2.4
+        placeholders = [node for node in aten_gm.graph.nodes if node.op == "placeholder"]
         self.input_names = dict(zip(placeholders, input_names or [node.name for node in placeholders]))
         self.graph = KernelGraph()
         self.env: dict[torch.fx.Node, object] = {}
