@@ -40,6 +40,8 @@ def _step(draw_op, values, shape):
     kind, name, *rest = draw_op
     a = values[rest[0] % len(values)]
     if kind == "unary":
+        if a.dim() < {"t": 2, "slice": 1}.get(name, 0):
+            return a  # a transpose needs two dims, a slice one
         return UNARY[name](a)
     if kind == "binary":
         b = values[rest[1] % len(values)]
