@@ -117,7 +117,7 @@ def _say_runs_aten(reason: str) -> None:
 
 
 class CompiledGraph:
-    """The callable the backend returns; holds one compiled module per input metadata."""
+    """The callable the backend returns when kernels run; one compiled module per input metadata."""
 
     def __init__(self, gm: torch.fx.GraphModule, options: TritonOptions):
         self.gm = gm
