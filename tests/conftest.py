@@ -1,9 +1,19 @@
-"""Shared pytest setup: hypothesis profiles.
-
-``ci`` (the default) runs a few hundred generated programs; select thousands with
-``--hypothesis-profile=long``.
+"""Shared pytest setup: the Triton environment (set before anything imports triton) and
+hypothesis profiles: ``ci`` (the default) runs a few hundred generated programs; select
+thousands with ``--hypothesis-profile=long``.
 """
-from hypothesis import HealthCheck, settings
+import os
+import tempfile
+
+# Every test selection runs in the same environment: Triton kernels (the default backend)
+# run in Triton's interpreter on CPU tensors, which must be chosen before triton is first
+# imported (the first capture imports it through torch). Internal errors of the Triton
+# backend raise instead of falling back to ATen, and generated kernels go to a fresh cache.
+os.environ.setdefault("TRITON_INTERPRET", "1")
+os.environ.setdefault("FASTDYNAMO_TRITON_STRICT", "1")
+os.environ.setdefault("FASTDYNAMO_CACHE_DIR", tempfile.mkdtemp(prefix="fastdynamo-tests-"))
+
+from hypothesis import HealthCheck, settings  # noqa: E402
 
 settings.register_profile("ci", max_examples=150, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])

@@ -15,7 +15,7 @@ from typing import Any, Callable
 import torch
 
 from ._runtime import native
-from .backends import Backend, lookup_backend
+from .backends import DEFAULT_BACKEND, Backend, lookup_backend
 
 
 def _entry_code(fn: Any):
@@ -50,14 +50,18 @@ def _make_callback(backend: str | Backend, fullgraph: bool, entry_codes: set, re
                         recorder=recorder)
 
 
-def compile(fn_or_module: Any = None, *, backend: str | Backend = "eager", fullgraph: bool = False,
+def compile(fn_or_module: Any = None, *, backend: str | Backend = DEFAULT_BACKEND, fullgraph: bool = False,
             _recorder: Any = None) -> Any:
     """Compile a function or an ``nn.Module``; usable as a decorator with or without
     arguments.
 
     ``backend`` is a registered name or a callable ``(GraphModule, example_inputs) ->
-    callable``. With ``fullgraph=True`` a frame that cannot be captured whole raises
-    :class:`fastdynamo.FullGraphError` naming the construct and its ``file:line``.
+    callable``. The default, ``"triton"``, generates fused Triton kernels for CUDA tensors
+    (for CPU tensors too, in Triton's interpreter, with ``TRITON_INTERPRET=1``) and runs
+    the graph as ATen ops where it cannot: CPU tensors without the interpreter, inputs that
+    need autograd, graphs it cannot lower. ``backend="eager"`` always runs the captured
+    graph as ATen ops. With ``fullgraph=True`` a frame that cannot be captured whole
+    raises :class:`fastdynamo.FullGraphError` naming the construct and its ``file:line``.
 
     >>> import torch, fastdynamo
     >>> @fastdynamo.compile(backend="eager")
@@ -100,7 +104,7 @@ class OptimizedModule(torch.nn.Module):
     """An ``nn.Module`` whose forward runs compiled; everything else is the original's
     (``state_dict`` keys, parameters, ``train()``/``eval()``, attributes)."""
 
-    def __init__(self, module: torch.nn.Module, *, backend: str | Backend = "eager",
+    def __init__(self, module: torch.nn.Module, *, backend: str | Backend = DEFAULT_BACKEND,
                  fullgraph: bool = False, recorder: Any = None):
         super().__init__()
         # Not registered as a submodule: state_dict keys must not gain a prefix.

@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 import torch
 
+from .backends import DEFAULT_BACKEND
 from .convert_frame import BreakReason, Recorder
 
 
@@ -56,15 +57,15 @@ class ExplainOutput:
         return "\n".join(lines)
 
 
-def explain(fn: Callable) -> Callable[..., ExplainOutput]:
-    """Return a function that runs ``fn`` compiled (from an empty cache) and reports
-    what was captured instead of ``fn``'s result. See the module docstring."""
+def explain(fn: Callable, backend: str | Callable = DEFAULT_BACKEND) -> Callable[..., ExplainOutput]:
+    """Return a function that runs ``fn`` compiled with ``backend`` (from an empty cache)
+    and reports what was captured instead of ``fn``'s result. See the module docstring."""
     from .api import compile, reset
 
     def run(*args: Any, **kwargs: Any) -> ExplainOutput:
         reset()
         recorder = Recorder()
-        compiled = compile(fn, backend="eager", _recorder=recorder)
+        compiled = compile(fn, backend=backend, _recorder=recorder)
         compiled(*args, **kwargs)
         report = ExplainOutput(break_reasons=list(recorder.breaks))
         for capture in recorder.captures:

@@ -1,4 +1,5 @@
-"""Softmax, norms and a GELU-bias-residual chain: correctness and kernel counts.
+"""Softmax, norms, a GELU-bias-residual chain and pointwise chains over broadcast vectors:
+correctness and kernel counts.
 
 Counts are golden (``golden/kernel_counts.json``): each pattern is one kernel, the
 minimum its reduction structure needs. Regenerate with FASTDYNAMO_UPDATE_GOLDEN=1.
@@ -13,7 +14,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from fastdynamo.backends.triton import TritonOptions
+from fastdynamo.backends.triton import TritonOptions, fusion
+from fastdynamo.backends.triton.fusion import fuse
+from fastdynamo.backends.triton.lowering import lower, trace_aten
 
 GOLDEN_COUNTS = Path(__file__).parent / "golden" / "kernel_counts.json"
 LOOPED = TritonOptions(persistent_max=8, config_overrides=(("looped_reduction", ({"XBLOCK": 2, "RBLOCK": 8},)),))
@@ -47,6 +50,15 @@ def linear_gelu_residual(x, weight, bias, residual):
     return F.gelu(x @ weight + bias) + residual
 
 
+def pointwise_chain_broadcast(x, y):
+    # benches/gpu_check.py's chain: tanh(y) over a broadcast vector is inlined, not a kernel
+    return torch.sigmoid((x * 1.5 + y).exp().clamp(max=4.0)) * torch.tanh(y) + x
+
+
+def centered_gated_rows(x, gate, bias):
+    return (x - x.mean(-1, keepdim=True)) * torch.sigmoid(gate * 2) + bias.tanh()
+
+
 def _cases(rows=6, cols=20):
     x = torch.randn(rows, cols)
     weight, bias = torch.randn(cols), torch.randn(cols)
@@ -58,6 +70,8 @@ def _cases(rows=6, cols=20):
         "rms_norm": (rms_norm, (x, weight)),
         "gelu_bias_residual": (gelu_bias_residual, (x, bias, torch.randn(rows, cols))),
         "linear_gelu_residual": (linear_gelu_residual, (x, torch.randn(cols, 12), torch.randn(12), torch.randn(rows, 12))),
+        "pointwise_chain_broadcast": (pointwise_chain_broadcast, (x, weight)),
+        "centered_gated_rows": (centered_gated_rows, (x, weight, bias)),
     }
 
 
@@ -115,3 +129,33 @@ def test_mixed_externs(compare):
         return torch.softmax(s + 1, -1), g.cumsum(1), torch.conv1d(h.unsqueeze(1), torch.ones(1, 1, 3)).sum(-1)
 
     compare(fn, torch.randn(5, 6), torch.randn(6, 7), torch.randint(0, 7, (5, 3)))
+
+
+def test_broadcast_values_read_by_an_output_or_an_extern_are_still_written(compare):
+    def returned(x, y):
+        scale = y.tanh()
+        return x * scale, scale
+
+    def extern_argument(x, y):
+        scale = y.tanh()
+        return x * scale + (x @ scale).unsqueeze(1)
+
+    x, y = torch.randn(5, 8), torch.randn(8)
+    assert compare(returned, x, y).kernel_count == 2
+    compare(extern_argument, x, y)
+
+
+def test_inlining_stops_before_a_consumer_body_grows_too_large(compare, monkeypatch):
+    # The sum reads y's chain at 8 positions: inlining all of it would put 8 copies of
+    # the chain into one expression, past INLINE_MAX_OPS.
+    def fn(x, y):
+        t = y
+        for _ in range(6):
+            t = (t * 1.01).exp().clamp(max=2.0)
+        return x * sum(t[shift:shift + 8] for shift in range(8))
+
+    x, y = torch.randn(3, 8), torch.randn(16)
+    assert compare(fn, x, y).kernel_count == 2
+    graph = lower(trace_aten(torch.fx.symbolic_trace(fn), [x, y]).graph_module)
+    monkeypatch.setattr(fusion, "INLINE_MAX_OPS", 10**6)
+    assert fuse(graph).kernel_count == 1

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from fastdynamo.backends.triton import indexing
-from fastdynamo.backends.triton.fusion import fuse
+from fastdynamo.backends.triton.fusion import fuse, inline_broadcast_inputs
 from fastdynamo.backends.triton.indexing import Var, add, floordiv, mod, mul, render
 from fastdynamo.backends.triton.ir import (Constant, InputNode, IRVerificationError, KernelGraph, Load, Op,
                                            OutputRef, PointwiseNode)
@@ -36,6 +36,7 @@ def test_substitute_and_free_vars():
 def _passes(fn, *inputs):
     graph = lower(trace_aten(torch.fx.symbolic_trace(fn), list(inputs)).graph_module)
     graph.verify()
+    inline_broadcast_inputs(graph).verify()
     schedule = fuse(graph)
     schedule.verify()
     return graph, schedule
@@ -46,6 +47,7 @@ def _passes(fn, *inputs):
     lambda x: torch.nn.functional.layer_norm(x, (x.shape[-1],)),
     lambda x: (x.t() @ x).relu().sum(0),
     lambda x: x[1:, ::2].exp() + x.mean(),
+    lambda x: x * x[0].tanh().exp() + x[:, 1:2].sigmoid(),
 ])
 def test_verify_runs_after_each_pass(fn):
     _passes(fn, torch.randn(4, 6))

@@ -1,8 +1,9 @@
 """Property test: random op graphs through the backend match eager.
 
 Each example builds a small program over two inputs from unary/binary pointwise ops,
-broadcasting, views, reductions (any dim, keepdim or not), softmax and matmul (an
-extern), then compiles its FX graph. Examples: FASTDYNAMO_HYPOTHESIS_EXAMPLES (25).
+broadcasting (scalars, and vectors computed from an input along rows or columns),
+views, reductions (any dim, keepdim or not), softmax and matmul (an extern), then
+compiles its FX graph. Examples: FASTDYNAMO_HYPOTHESIS_EXAMPLES (25).
 """
 from __future__ import annotations
 
@@ -39,6 +40,8 @@ def _step(draw_op, values, shape):
     kind, name, *rest = draw_op
     a = values[rest[0] % len(values)]
     if kind == "unary":
+        if a.dim() < {"t": 2, "slice": 1}.get(name, 0):
+            return a  # a transpose needs two dims, a slice one
         return UNARY[name](a)
     if kind == "binary":
         b = values[rest[1] % len(values)]
@@ -55,6 +58,14 @@ def _step(draw_op, values, shape):
         return torch.softmax(a, -1) if a.dim() else a
     if kind == "matmul":
         return a @ a.transpose(-1, -2) if a.dim() == 2 else a
+    if kind == "broadcast":
+        # a vector computed from the input y, broadcast along a's rows or columns
+        # (fusion inlines such values into their consumers)
+        size = a.shape[-1] if rest[1] or a.dim() < 2 else a.shape[0]
+        vector = UNARY[name](values[1].reshape(-1)[:size]) if 0 < size <= values[1].numel() else None
+        if vector is None or vector.shape != (size,):
+            return a
+        return a * vector if rest[1] or a.dim() < 2 else a + vector.unsqueeze(-1)
     raise AssertionError(kind)
 
 
@@ -64,6 +75,8 @@ OPS = st.one_of(
     st.tuples(st.just("reduce"), st.sampled_from(sorted(REDUCE)), st.integers(0, 9), st.integers(0, 3), st.integers(0, 1)),
     st.tuples(st.just("softmax"), st.just(""), st.integers(0, 9)),
     st.tuples(st.just("matmul"), st.just(""), st.integers(0, 9)),
+    st.tuples(st.just("broadcast"), st.sampled_from(sorted(set(UNARY) - {"t", "slice"})), st.integers(0, 9),
+              st.integers(0, 1)),
 )
 
 

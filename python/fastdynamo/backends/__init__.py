@@ -1,5 +1,9 @@
 """Backend registry: a backend is ``backend(graph_module, example_inputs) -> callable``.
 
+:data:`DEFAULT_BACKEND` (``"triton"``) is what :func:`fastdynamo.compile` uses when no
+backend is given, as Inductor is torch.compile's; ``"eager"`` runs the captured graph as
+it is.
+
 >>> @register_backend("noop")
 ... def noop(gm, example_inputs):
 ...     return gm.forward
@@ -13,6 +17,7 @@ from typing import Any, Callable
 
 Backend = Callable[[Any, list], Callable[..., Any]]
 
+DEFAULT_BACKEND = "triton"
 _REGISTRY: dict[str, Backend] = {}
 # Built-in backends are imported on first lookup so that importing the registry is cheap.
 _BUILTIN_MODULES = {"eager": "fastdynamo.backends.eager", "triton": "fastdynamo.backends.triton"}

@@ -1,13 +1,24 @@
 """Compile an FX graph into a callable: the passes in order, the cache, the fallbacks.
 
-``compile_graph`` decides per graph how it runs:
+``compile_graph`` decides once, from the example inputs, how the graph runs:
 
-* kernels (CUDA tensors, or CPU tensors with Triton's interpreter on);
-* ATen ops: CPU tensors without the interpreter (logged once), non-tensor inputs,
-  mixed devices, or a graph lowering cannot express (the reason is logged and cached).
+* kernels (CUDA tensors, or CPU tensors with Triton's interpreter on): a
+  :class:`CompiledGraph`;
+* ATen ops: CPU tensors without the interpreter (logged once per process), inputs that
+  need autograd (grad mode on and an input or parameter requiring grad), non-tensor
+  inputs, mixed devices, or a graph lowering cannot express, e.g. one that writes to a
+  graph input (the reason is logged and cached). The callable is then the graph's own
+  forward as plain Python (what the ``eager`` backend returns), so this path costs
+  nothing per call; ``fallback_reason`` on it says why.
 
-Per call, inputs that need autograd run the graph eagerly, and inputs with other
-shapes, strides or dtypes get a specialisation of their own.
+Nothing here imports ``triton`` unless kernels are generated or run: the CPU/ATen path
+never does, so a process can still set ``TRITON_INTERPRET=1`` later.
+
+Deciding at compile time is sound under :func:`fastdynamo.compile`, whose guards pin
+each input's device, dtype, shape, strides and ``requires_grad`` and the grad mode (a
+CUDA input recompiles, and gets kernels). Called directly with other inputs, a
+:class:`CompiledGraph` specialises per input metadata and runs ATen ops per call when
+autograd is needed; the ATen callable is correct for any inputs.
 
 >>> import torch
 >>> gm = torch.fx.symbolic_trace(lambda x: (x * 2).sum(-1))
@@ -18,8 +29,11 @@ True
 from __future__ import annotations
 
 import dataclasses
+import functools
+import hashlib
 import logging
 import os
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -31,8 +45,10 @@ from .lowering import UnsupportedGraph, attribute_names, attribute_values, lower
 from .wrapper import fallback_module, generate_module
 
 logger = logging.getLogger("fastdynamo.backends.triton")
-FORMAT_VERSION = 1
-_said_cpu_runs_aten = False
+FORMAT_VERSION = 2
+CPU_WITHOUT_INTERPRETER = "CPU tensors without TRITON_INTERPRET=1 (set before triton is imported)"
+NEEDS_AUTOGRAD = "inputs require grad with grad mode on (autograd runs the ATen ops until training support exists)"
+_said_for_process: set = set()  # process-wide reasons already logged
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,14 +71,53 @@ def _tensor_meta(t: torch.Tensor) -> tuple:
     return (tuple(t.shape), tuple(t.stride()), t.dtype, t.device)
 
 
-def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: TritonOptions | None = None) -> "CompiledGraph":
-    """``backend(gm, example_inputs)`` with explicit options (see module docstring)."""
+def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: TritonOptions | None = None):
+    """``backend(gm, example_inputs)`` with explicit options (see module docstring): a
+    :class:`CompiledGraph`, or the graph's forward when it runs as ATen ops."""
     options = options or TritonOptions.from_env()
-    return CompiledGraph(gm, options).specialise(list(example_inputs))
+    example_inputs = list(example_inputs)
+    compiled = CompiledGraph(gm, options)
+    reason = compiled.aten_reason(example_inputs)
+    if reason is None and _needs_autograd(example_inputs + attribute_values(gm, compiled.attribute_names)):
+        reason = NEEDS_AUTOGRAD
+    if reason is None:
+        compiled.specialise(example_inputs)
+        if compiled.fallback_reason is None:
+            return compiled
+        reason = compiled.fallback_reason
+    else:
+        _say_runs_aten(reason)
+    return aten_forward(gm, reason)
+
+
+def aten_forward(gm: torch.fx.GraphModule, reason: str):
+    """The graph as plain generated Python (the ``eager`` backend's callable), marked
+    with why it runs as ATen ops: ``fallback_reason``, and ``kernel_count`` 0."""
+    from ..eager import graph_to_function
+
+    forward = graph_to_function(gm)
+    forward.__func__.fallback_reason = reason  # a bound method reads attributes of its function
+    forward.__func__.kernel_count = 0
+    return forward
+
+
+def _needs_autograd(tensors: list) -> bool:
+    return torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in tensors)
+
+
+def _say_runs_aten(reason: str) -> None:
+    if reason == CPU_WITHOUT_INTERPRETER or reason == runtime.interpreter_mismatch():
+        # The same for every graph of the process (on a machine without a GPU, the
+        # normal case): said once.
+        if reason not in _said_for_process:
+            logger.warning("triton backend: graphs run as ATen ops: %s", reason)
+            _said_for_process.add(reason)
+    else:
+        logger.info("triton backend runs a graph as ATen ops: %s", reason)
 
 
 class CompiledGraph:
-    """The callable the backend returns; holds one compiled module per input metadata."""
+    """The callable the backend returns when kernels run; one compiled module per input metadata."""
 
     def __init__(self, gm: torch.fx.GraphModule, options: TritonOptions):
         self.gm = gm
@@ -72,6 +127,13 @@ class CompiledGraph:
         self.specialisations: dict = {}
         self.module = None
         self.fallback_reason: str | None = None
+        self._aten_forward = None
+
+    def _aten(self, *args: Any) -> Any:
+        """The graph as ATen ops, for calls whose inputs need autograd or have no kernels."""
+        if self._aten_forward is None:
+            self._aten_forward = aten_forward(self.gm, "chosen per call")
+        return self._aten_forward(*args)
 
     @property
     def kernel_count(self) -> int:
@@ -81,36 +143,41 @@ class CompiledGraph:
     def source_path(self) -> str | None:
         return getattr(self.module, "__file__", None) if self.module else None
 
-    def specialise(self, example_inputs: list) -> "CompiledGraph":
+    def aten_reason(self, example_inputs: list) -> str | None:
+        """Why these inputs run as ATen ops whatever the graph is; None: kernels can run."""
         if not all(isinstance(t, torch.Tensor) for t in example_inputs):
-            return self._use_aten("an input is not a tensor", example_inputs)
-        attributes = attribute_values(self.gm, self.attribute_names)
-        tensors = list(example_inputs) + attributes
+            return "an input is not a tensor"
+        tensors = list(example_inputs) + attribute_values(self.gm, self.attribute_names)
         devices = {t.device for t in tensors}
         if len(devices) > 1:
-            return self._use_aten(f"inputs on several devices {sorted(map(str, devices))}", example_inputs)
+            return f"inputs on several devices {sorted(map(str, devices))}"
         device = devices.pop() if devices else torch.device("cpu")
-        if device.type == "cpu" and not runtime.interpreter_enabled():
-            global _said_cpu_runs_aten
-            if not _said_cpu_runs_aten:
-                logger.warning("triton backend: CPU tensors without TRITON_INTERPRET=1 run as ATen ops")
-                _said_cpu_runs_aten = True
-            return self._use_aten("CPU tensors without the Triton interpreter", example_inputs, log=False)
         if device.type not in ("cpu", "cuda"):
-            return self._use_aten(f"device {device.type}", example_inputs)
-        key = cache.hash_key(FORMAT_VERSION, _versions(), runtime.interpreter_enabled(), _device_key(device),
-                             self.options, self.gm.code, _targets(self.gm), [_tensor_meta(t) for t in tensors])
+            return f"device {device.type}"
+        if device.type == "cpu" and not runtime.interpreter_enabled():
+            return CPU_WITHOUT_INTERPRETER
+        return runtime.interpreter_mismatch()
+
+    def specialise(self, example_inputs: list) -> "CompiledGraph":
+        """Compile (or load from the cache) the module for inputs like these."""
+        reason = self.aten_reason(example_inputs)
+        if reason is not None:
+            _say_runs_aten(reason)
+            return self._use_aten(reason, example_inputs)
+        tensors = list(example_inputs) + attribute_values(self.gm, self.attribute_names)
+        device = tensors[0].device if tensors else torch.device("cpu")
+        key = cache.hash_key(FORMAT_VERSION, _source_fingerprint(), _versions(), runtime.interpreter_enabled(),
+                             _device_key(device), self.options, self.gm.code, _targets(self.gm),
+                             [_tensor_meta(t) for t in tensors])
         module = cache.load_or_build(key, lambda: self._generate(example_inputs))
         self.specialisations[tuple(_tensor_meta(t) for t in example_inputs)] = module
         self.module = module
         self.fallback_reason = module.FALLBACK_REASON
         if module.FALLBACK_REASON:
-            logger.info("triton backend runs a graph as ATen ops: %s", module.FALLBACK_REASON)
+            _say_runs_aten(module.FALLBACK_REASON)
         return self
 
-    def _use_aten(self, reason: str, example_inputs: list, log: bool = True) -> "CompiledGraph":
-        if log:
-            logger.info("triton backend runs a graph as ATen ops: %s", reason)
+    def _use_aten(self, reason: str, example_inputs: list) -> "CompiledGraph":
         self.fallback_reason = reason
         key = tuple(_tensor_meta(t) if isinstance(t, torch.Tensor) else ("value", type(t)) for t in example_inputs)
         self.specialisations[key] = None
@@ -119,7 +186,7 @@ class CompiledGraph:
     def _generate(self, example_inputs: list) -> str:
         try:
             traced = trace_aten(self.gm, example_inputs)
-            graph = lower(traced.graph_module)
+            graph = lower(traced.graph_module, traced.input_names)
             graph.verify()
             schedule = fuse(graph)
             schedule.verify()
@@ -141,11 +208,11 @@ class CompiledGraph:
             self.specialise(list(args))
         module = self.specialisations[metadata]
         if module is None or module.FALLBACK_REASON:
-            return self.gm(*args)
+            return self._aten(*args)
         attributes = attribute_values(self.gm, self.attribute_names)
-        if torch.is_grad_enabled() and any(t.requires_grad for t in (*args, *attributes)):
+        if _needs_autograd([*args, *attributes]):
             # Until training support exists, autograd needs the ATen ops.
-            return self.gm(*args)
+            return self._aten(*args)
         flat = module.call(list(args) + attributes)
         return pytree.tree_unflatten(flat, self.out_spec)
 
@@ -162,6 +229,15 @@ def _targets(gm: torch.fx.GraphModule) -> list:
     # two functions called `f` never share a cache entry.
     return [f"{getattr(n.target, '__module__', '')}.{getattr(n.target, '__qualname__', n.target)}"
             for n in gm.graph.nodes if n.op == "call_function"]
+
+
+@functools.lru_cache(maxsize=None)
+def _source_fingerprint() -> str:
+    """A hash of this package's source: a changed pass never reuses code generated by the old one."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
 
 
 def _versions() -> tuple:

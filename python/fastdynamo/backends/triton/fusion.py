@@ -13,6 +13,11 @@ as long as every in-group reduction the node reaches is read at the current row.
 a group, values are recomputed or reused from registers; a node is written to memory
 only if it is a graph output, an extern's argument or read by another group.
 
+Before grouping, pointwise values computed from graph inputs alone whose shape is not
+their consumers' (a bias or a scale vector broadcast over rows, ``torch.tanh(y)`` in
+``x * torch.tanh(y)``) are inlined into those consumers, recomputed per element as
+Inductor does, instead of being a kernel of their own that splits the chain.
+
 >>> import torch
 >>> from fastdynamo.backends.triton.lowering import trace_aten, lower
 >>> gm = torch.fx.symbolic_trace(lambda x: torch.softmax(x, -1))
@@ -22,11 +27,18 @@ only if it is a graph output, an extern's argument or read by another group.
 """
 from __future__ import annotations
 
+import dataclasses
+from collections import defaultdict
 from dataclasses import dataclass, field
 
 from . import indexing
 from .indexing import ZERO, Var
-from .ir import ExternNode, IRVerificationError, KernelGraph, PointwiseNode, ReductionNode, extern_buffer_args, iter_loads
+from .ir import (IndexValue, IRVerificationError, ExternNode, KernelGraph, Load, Op, PointwiseNode, ReductionNode,
+                 extern_buffer_args, iter_loads)
+
+# Largest body (in operations) a consumer may grow to by inlining: reads of one value at
+# several indices duplicate its expression, so unbounded inlining can blow up.
+INLINE_MAX_OPS = 64
 
 
 @dataclass
@@ -181,9 +193,79 @@ def eliminate_dead_nodes(graph: KernelGraph) -> KernelGraph:
     return KernelGraph(list(reversed(kept)), list(graph.outputs))
 
 
+def inline_broadcast_inputs(graph: KernelGraph) -> KernelGraph:
+    """Inline pointwise nodes computed from graph inputs alone into consumers of another
+    iteration space (see the module docstring); graph outputs and extern arguments stay.
+
+    >>> import torch
+    >>> from fastdynamo.backends.triton.lowering import trace_aten, lower
+    >>> gm = torch.fx.symbolic_trace(lambda x, y: x * torch.tanh(y))
+    >>> graph = lower(trace_aten(gm, [torch.randn(3, 4), torch.randn(4)]).graph_module)
+    >>> [n.kind for n in inline_broadcast_inputs(graph).nodes]
+    ['input', 'input', 'pointwise']
+    """
+    inputs = {node.name for node in graph.nodes if node.kind == "input"}
+    kept = {out.buffer for out in graph.outputs if out.buffer}
+    kept.update(arg.buffer for node in graph.nodes if isinstance(node, ExternNode) for arg in extern_buffer_args(node))
+    bodies = {node.name: node.body for node in graph.nodes if isinstance(node, (PointwiseNode, ReductionNode))}
+    spaces = {node.name: getattr(node, "full_shape", node.shape) for node in graph.nodes if node.name in bodies}
+    consumers: dict = defaultdict(set)
+    from_inputs: dict = {}
+    for node in graph.nodes:
+        if node.name in bodies:
+            for load in iter_loads(node.body):
+                consumers[load.buffer].add(node.name)
+        if isinstance(node, PointwiseNode):
+            from_inputs[node.name] = all(load.buffer in inputs or from_inputs.get(load.buffer, False)
+                                         for load in iter_loads(node.body))
+    # Latest first: inlining a node makes its consumers read its producers, which are
+    # visited after it and may then be inlined too.
+    for node in reversed(graph.nodes):
+        users = consumers[node.name]
+        if not from_inputs.get(node.name) or node.name in kept or not users:
+            continue
+        if any(spaces[user] == node.shape for user in users):
+            continue  # a consumer shares its iteration space: ordinary fusion joins them
+        inlined = {user: _inline_loads(bodies[user], node) for user in users}
+        if any(_op_count(body) > INLINE_MAX_OPS for body in inlined.values()):
+            continue
+        bodies.update(inlined)
+        for load in iter_loads(node.body):
+            consumers[load.buffer].discard(node.name)
+            consumers[load.buffer].update(users)
+        consumers[node.name] = set()
+    nodes = [dataclasses.replace(node, body=bodies[node.name]) if node.name in bodies else node
+             for node in graph.nodes]
+    return eliminate_dead_nodes(KernelGraph(nodes, list(graph.outputs)))
+
+
+def _inline_loads(expr, node: PointwiseNode):
+    """``expr`` with every read of ``node`` replaced by ``node``'s body at that index."""
+    if isinstance(expr, Load) and expr.buffer == node.name:
+        mapping = {var.name: index for var, index in zip(node.vars, expr.index)}
+        return _substitute_vars(node.body, mapping)
+    if isinstance(expr, Op):
+        return dataclasses.replace(expr, args=tuple(_inline_loads(arg, node) for arg in expr.args))
+    return expr
+
+
+def _substitute_vars(expr, mapping: dict):
+    if isinstance(expr, Load):
+        return dataclasses.replace(expr, index=tuple(indexing.substitute(e, mapping) for e in expr.index))
+    if isinstance(expr, IndexValue):
+        return dataclasses.replace(expr, index=indexing.substitute(expr.index, mapping))
+    if isinstance(expr, Op):
+        return dataclasses.replace(expr, args=tuple(_substitute_vars(arg, mapping) for arg in expr.args))
+    return expr
+
+
+def _op_count(expr) -> int:
+    return 1 + sum(_op_count(arg) for arg in expr.args) if isinstance(expr, Op) else 0
+
+
 def fuse(graph: KernelGraph) -> Schedule:
     """Group the nodes of ``graph`` into kernels (see the module docstring)."""
-    graph = eliminate_dead_nodes(graph)
+    graph = inline_broadcast_inputs(eliminate_dead_nodes(graph))
     nodes = graph.node_map()
     step_of: dict[str, int] = {}  # buffer -> index of the step that produces it
     steps: list = []

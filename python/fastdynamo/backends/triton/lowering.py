@@ -40,6 +40,7 @@ class UnsupportedGraph(Exception):
 class TracedGraph:
     graph_module: torch.fx.GraphModule
     attribute_names: list  # original attribute paths, appended after the user inputs
+    input_names: list  # the original graph's placeholders, then the attribute paths
 
 
 def attribute_names(gm: torch.nn.Module) -> list[str]:
@@ -71,21 +72,29 @@ def trace_aten(gm: torch.fx.GraphModule, example_inputs: list) -> TracedGraph:
 
     with torch.no_grad():
         aten_gm = make_fx(flat_forward, decomposition_table=decomposition_table(), tracing_mode="fake")(*inputs)
-    return TracedGraph(aten_gm, names)
+    placeholders = [node.name for node in gm.graph.nodes if node.op == "placeholder"]
+    return TracedGraph(aten_gm, names, placeholders + names)
 
 
-def lower(aten_gm: torch.fx.GraphModule) -> KernelGraph:
-    """The kernel IR of an ATen graph (see module docstring)."""
-    return _Lowering(aten_gm).run()
+def lower(aten_gm: torch.fx.GraphModule, input_names: list | None = None) -> KernelGraph:
+    """The kernel IR of an ATen graph (see module docstring); ``input_names`` name the
+    inputs in error messages (default: the ATen graph's placeholder names)."""
+    return _Lowering(aten_gm, input_names).run()
 
 
 class _Lowering:
-    def __init__(self, aten_gm: torch.fx.GraphModule):
+    def __init__(self, aten_gm: torch.fx.GraphModule, input_names: list | None = None):
         self.gm = aten_gm
+        # not Graph.find_nodes: GPU machines may have a torch older than 2.4
+        placeholders = [node for node in aten_gm.graph.nodes if node.op == "placeholder"]
+        self.input_names = dict(zip(placeholders, input_names or [node.name for node in placeholders]))
         self.graph = KernelGraph()
         self.env: dict[torch.fx.Node, object] = {}
         self.counter = 0
         self.order = {node: i for i, node in enumerate(aten_gm.graph.nodes)}
+        # Aliasing, read off the FakeTensors make_fx left in node.meta: values that share a
+        # storage are views of one another (or the same tensor).
+        self.storages = {node: _storages(node.meta.get("val")) for node in aten_gm.graph.nodes}
 
     def fresh_name(self) -> str:
         name = f"buf{self.counter}"
@@ -139,6 +148,14 @@ class _Lowering:
         target = self.functional_target(node)
         args = pytree.tree_map(self.lookup, node.args)
         kwargs = pytree.tree_map(self.lookup, dict(node.kwargs))
+        result = self.lower_target(node, target, meta, args, kwargs)
+        if target is not node.target:
+            # An in-place op made functional: whoever reads its argument later reads the
+            # new value (functional_target proved nothing else aliases it).
+            self.env[node.args[0]] = result
+        return result
+
+    def lower_target(self, node: torch.fx.Node, target, meta, args, kwargs):
         rule = aten_rules.LOWERINGS.get(target) or aten_rules.LOWERINGS.get(getattr(target, "overloadpacket", None))
         if rule is not None and isinstance(meta, torch.Tensor):
             try:
@@ -153,22 +170,39 @@ class _Lowering:
         return self.env[value] if isinstance(value, torch.fx.Node) else value
 
     def functional_target(self, node: torch.fx.Node):
-        """The out-of-place op for an in-place one on a dead intermediate; else the target."""
+        """The out-of-place op for an in-place one whose effect stays inside the graph.
+
+        Kernels never write a graph input, so any op that writes (the schema marks the
+        argument ``Tensor(a!)``) a tensor sharing storage with an input (the input
+        itself, a view of it, an ``out=`` argument) makes the whole graph run as ATen
+        ops. An in-place op on an intermediate becomes its functional form when no other
+        alias of that intermediate is read after it; later readers of the argument itself
+        get the new value (``lower_call``).
+        """
         target = node.target
         schema = getattr(target, "_schema", None)
         if schema is None or not schema.is_mutable:
             return target
+        written = _written_arguments(node, schema)
+        for argument in written:
+            for graph_input, name in self.input_names.items():
+                if self.storages.get(argument, set()) & self.storages[graph_input]:
+                    through = f" through its view {argument.name}" if argument is not graph_input else ""
+                    raise UnsupportedGraph(f"{target} mutates a graph input ({name}{through})")
         mutated = node.args[0] if node.args else None
-        if not isinstance(mutated, torch.fx.Node) or mutated.op == "placeholder":
-            raise UnsupportedGraph(f"{target} mutates a graph input")
-        value = self.env.get(mutated)
-        later_users = [u for u in mutated.users if u is not node and self.order[u] > self.order[node]]
-        if not isinstance(value, TensorValue) or value.view_chain or later_users:
-            raise UnsupportedGraph(f"{target} mutates a value that is used again or aliased")
+        if written != [mutated] or not isinstance(self.env.get(mutated), TensorValue):
+            raise UnsupportedGraph(f"{target} writes to something other than its first argument")
+        storage = self.storages[mutated]
+        for other in self.gm.graph.nodes:
+            if other is node:
+                break
+            if other is not mutated and self.storages[other] & storage and any(
+                    self.order[user] > self.order[node] for user in other.users):
+                raise UnsupportedGraph(f"{target} mutates {mutated.name}, whose alias {other.name} is read later")
         name = target.overloadpacket.__name__.rstrip("_")
         packet = getattr(torch.ops.aten, name, None)
         functional = getattr(packet, target._overloadname, None) if packet is not None else None
-        if functional is None:
+        if functional is None or functional._schema.is_mutable:
             raise UnsupportedGraph(f"no functional form of {target}")
         return functional
 
@@ -208,3 +242,19 @@ def _check_tensor(meta: torch.Tensor, node: torch.fx.Node) -> None:
         raise UnsupportedGraph(f"{node.name} has no elements")
     if meta.layout != torch.strided:
         raise UnsupportedGraph(f"{node.name} is not a strided tensor")
+
+
+def _storages(value) -> set:
+    """Identities of the storages behind the tensors in ``value`` (a FakeTensor or a list)."""
+    return {leaf.untyped_storage()._cdata for leaf in pytree.tree_leaves(value) if isinstance(leaf, torch.Tensor)}
+
+
+def _written_arguments(node: torch.fx.Node, schema) -> list:
+    """The graph nodes ``node`` passes to arguments its schema marks as written."""
+    written = []
+    for position, argument in enumerate(schema.arguments):
+        if argument.alias_info is None or not argument.alias_info.is_write:
+            continue
+        value = node.args[position] if position < len(node.args) else node.kwargs.get(argument.name)
+        written.extend(leaf for leaf in pytree.tree_leaves(value) if isinstance(leaf, torch.fx.Node))
+    return written

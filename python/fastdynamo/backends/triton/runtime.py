@@ -20,28 +20,31 @@ import torch
 logger = logging.getLogger("fastdynamo.backends.triton")
 
 
-class InterpreterStateError(RuntimeError):
-    """TRITON_INTERPRET is set now but triton was imported without it (or the reverse)."""
-
-
 def interpreter_enabled() -> bool:
-    """Whether kernels run in Triton's interpreter (``TRITON_INTERPRET=1`` before import).
+    """Whether kernels run in Triton's interpreter: ``TRITON_INTERPRET=1`` now (see
+    :func:`interpreter_mismatch` for when that is not enough)."""
+    return os.environ.get("TRITON_INTERPRET", "0") == "1"
 
-    Raises InterpreterStateError when the flag and the imported triton disagree, since
-    kernels would then fail in confusing ways.
+
+def interpreter_mismatch() -> str | None:
+    """Why no kernel can run in this process, or None.
+
+    ``triton.jit`` reads ``TRITON_INTERPRET`` each time it wraps a function: triton's own
+    library when ``triton`` is imported, our kernels when their module is imported. Both
+    must agree, so the flag must be set before ``triton`` is imported, and torch imports
+    it early (``torch._dynamo``, which every ``FakeTensorMode`` loads, so the first
+    capture). This never imports triton.
     """
-    requested = os.environ.get("TRITON_INTERPRET", "0") == "1"
-    if "triton" not in sys.modules:
-        return requested
-    sigmoid = getattr(getattr(sys.modules.get("triton.language"), "standard", None), "sigmoid", None)
+    language = sys.modules.get("triton.language")
+    sigmoid = getattr(getattr(language, "standard", None), "sigmoid", None)
+    if sigmoid is None:
+        return None  # not imported yet: the flag as it is now will hold for both
     imported_interpreted = type(sigmoid).__name__ == "InterpretedFunction"
-    if sigmoid is not None and imported_interpreted != requested:
-        raise InterpreterStateError(
-            "TRITON_INTERPRET must be set before `import triton`: it is "
-            f"{'set' if requested else 'unset'} now but triton was imported "
-            f"{'with' if imported_interpreted else 'without'} it"
-        )
-    return requested
+    if imported_interpreted == interpreter_enabled():
+        return None
+    if imported_interpreted:
+        return "triton was imported with TRITON_INTERPRET=1, which is no longer set"
+    return "TRITON_INTERPRET=1 was set after triton was imported (torch imports it on the first capture)"
 
 
 class KernelLauncher:
