@@ -194,6 +194,10 @@ class CompiledGraph:
                                    dict(self.options.config_overrides))
         except UnsupportedGraph as reason:
             return fallback_module(str(reason))
+        except RecursionError:
+            # The passes recurse over expression trees: a chain of hundreds of fused
+            # pointwise ops is deeper than the interpreter allows. A limit, not a bug.
+            return fallback_module("expression chain too deep for the kernel generator")
         except Exception as error:  # a bug in a pass: never a wrong result, but say so
             if os.environ.get("FASTDYNAMO_TRITON_STRICT") == "1":
                 raise
