@@ -299,3 +299,21 @@ def test_internal_compiler_error_falls_back_with_a_warning(monkeypatch):
     fastdynamo.reset()
     with pytest.raises(AttributeError, match="simulated translator bug"):
         fastdynamo.compile(f)(torch.ones(2))
+
+
+def test_entries_compiled_outside_autocast_and_inference_mode_are_not_used_inside():
+    def f(x):
+        return x @ x
+
+    compiled = fastdynamo.compile(f)
+    x = torch.ones(2, 2)
+    compiled(x)
+    assert len(entries(f)) == 1
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = compiled(x)
+    assert out.dtype == torch.bfloat16  # eager's dtype under autocast
+    with torch.inference_mode():
+        out = compiled(x)
+    assert out.is_inference()
+    assert len(entries(f)) == 1  # those calls ran as Python, nothing was compiled for them
+    assert compiled(x).dtype == torch.float32

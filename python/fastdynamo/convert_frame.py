@@ -117,6 +117,16 @@ def _mark_skip_recursive(runtime: Any, compiled_fn: Any) -> None:
         runtime.set_code_action(code, runtime.SKIP_RECURSIVE)
 
 
+def _unmodelled_torch_state() -> str | None:
+    """Torch modes the translator does not model (their effect on dtypes and tensor
+    kinds is not in the graph)."""
+    if torch._C._is_any_autocast_enabled():
+        return "autocast"
+    if torch.is_inference_mode_enabled():
+        return "inference mode"
+    return None
+
+
 class ConvertFrame:
     """The compile callback for one ``fastdynamo.compile`` configuration."""
 
@@ -178,6 +188,11 @@ class ConvertFrame:
 
     def compile_frame(self, runtime: Any, frame: Any) -> Any:
         code = frame.f_code
+        state = _unmodelled_torch_state()
+        if state is not None:
+            # Not a property of the code: run it as Python this time, try again next call.
+            logs.emit("breaks", f"{code.co_qualname} runs as Python this call: {state} is active")
+            return None
         if logs.enabled("recompiles"):
             entries = runtime.cache_entries(code)
             if entries:

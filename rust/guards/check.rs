@@ -21,6 +21,10 @@ pub enum Check {
 pub enum StateCheck {
     GradMode(bool),
     DefaultDtype(Py<PyAny>),
+    /// `torch._C._is_any_autocast_enabled()`: autocast changes the dtypes ops produce.
+    Autocast(bool),
+    /// `torch.is_inference_mode_enabled()`: results are inference tensors.
+    InferenceMode(bool),
 }
 
 impl Check {
@@ -103,6 +107,10 @@ impl StateCheck {
         match kind.as_str() {
             "grad_mode" => Ok(StateCheck::GradMode(arg.extract().map_err(|_| bad(spec, "grad_mode needs a bool"))?)),
             "default_dtype" => Ok(StateCheck::DefaultDtype(arg.unbind())),
+            "autocast" => Ok(StateCheck::Autocast(arg.extract().map_err(|_| bad(spec, "autocast needs a bool"))?)),
+            "inference_mode" => Ok(StateCheck::InferenceMode(
+                arg.extract().map_err(|_| bad(spec, "inference_mode needs a bool"))?,
+            )),
             _ => Err(bad(spec, "unknown torch state check")),
         }
     }
@@ -112,6 +120,14 @@ impl StateCheck {
             StateCheck::GradMode(expected) => {
                 let got = torch.grad_enabled(py);
                 (got == Some(*expected), &move || format!("torch.is_grad_enabled() == {}, got {}", py_bool(*expected), got.map_or("error", py_bool)))
+            }
+            StateCheck::Autocast(expected) => {
+                let got = TorchState::flag(&torch.is_any_autocast_enabled, py);
+                (got == Some(*expected), &move || format!("torch._C._is_any_autocast_enabled() == {}, got {}", py_bool(*expected), got.map_or("error", py_bool)))
+            }
+            StateCheck::InferenceMode(expected) => {
+                let got = TorchState::flag(&torch.is_inference_mode_enabled, py);
+                (got == Some(*expected), &move || format!("torch.is_inference_mode_enabled() == {}, got {}", py_bool(*expected), got.map_or("error", py_bool)))
             }
             StateCheck::DefaultDtype(expected) => {
                 let got = torch.default_dtype(py);
@@ -132,6 +148,8 @@ impl StateCheck {
 pub struct TorchState {
     is_grad_enabled: Py<PyAny>,
     get_default_dtype: Py<PyAny>,
+    is_any_autocast_enabled: Py<PyAny>,
+    is_inference_mode_enabled: Py<PyAny>,
 }
 
 impl TorchState {
@@ -140,11 +158,18 @@ impl TorchState {
         Ok(TorchState {
             is_grad_enabled: torch.getattr("is_grad_enabled")?.unbind(),
             get_default_dtype: torch.getattr("get_default_dtype")?.unbind(),
+            is_any_autocast_enabled: torch.getattr("_C")?.getattr("_is_any_autocast_enabled")?.unbind(),
+            is_inference_mode_enabled: torch.getattr("is_inference_mode_enabled")?.unbind(),
         })
     }
 
     fn grad_enabled(&self, py: Python<'_>) -> Option<bool> {
-        let result = self.is_grad_enabled.bind(py).call0().ok()?;
+        Self::flag(&self.is_grad_enabled, py)
+    }
+
+    /// Calls a torch reader that returns a bool (None if it raised).
+    fn flag(reader: &Py<PyAny>, py: Python<'_>) -> Option<bool> {
+        let result = reader.bind(py).call0().ok()?;
         Some(result.as_ptr() == pyo3::types::PyBool::new(py, true).as_ptr())
     }
 

@@ -55,6 +55,10 @@ class Guard:
             return f"torch.is_grad_enabled() == {args[0]}"
         if kind == "default_dtype":
             return f"torch.get_default_dtype() == {args[0]}"
+        if kind == "autocast":
+            return f"torch._C._is_any_autocast_enabled() == {args[0]}"
+        if kind == "inference_mode":
+            return f"torch.is_inference_mode_enabled() == {args[0]}"
         return f"{name}: {self.check!r}"
 
 
@@ -104,6 +108,14 @@ def grad_mode(enabled: bool) -> tuple:
 
 def default_dtype(dtype: Any) -> tuple:
     return ("default_dtype", dtype)
+
+
+def autocast(enabled: bool) -> tuple:
+    return ("autocast", bool(enabled))
+
+
+def inference_mode(enabled: bool) -> tuple:
+    return ("inference_mode", bool(enabled))
 
 
 def compile_guards(guards: Iterable[Guard]) -> Any:

@@ -17,7 +17,7 @@ from typing import Any, Callable
 import torch
 
 from ..fx import OutputGraph, count_ops
-from ..guards import Guard, grad_mode
+from ..guards import Guard, autocast, grad_mode, inference_mode
 from ..sources import ClosureSource, LocalSource, Source
 from .binding import parameter_names
 from .builder import ROOT_GLOBALS
@@ -64,6 +64,10 @@ def translate(code: CodeType, localsplus: list, f_globals: dict, f_builtins: Any
     output = OutputGraph()
     prior_grad = torch.is_grad_enabled()
     output.add_guard(None, grad_mode(prior_grad))
+    # Frames are not compiled under autocast or inference mode (convert_frame.py); the
+    # guards keep entries compiled outside them from running inside them.
+    output.add_guard(None, autocast(False))
+    output.add_guard(None, inference_mode(False))
     names = parameter_names(code)
     f_locals = {name: LazyArgument(value, LocalSource(i, name))
                 for i, (name, value) in enumerate(zip(names, localsplus))}

@@ -176,6 +176,10 @@ def wrap_value(tx, value: Any, source: Source | None) -> VariableTracker:
             tx.output.add_guard(AttrSource(owner, "prev"), equals(value.__self__.prev))
         ctx = GradModeVariable(type(value.__self__) is torch.enable_grad, bool(value.__self__.prev))
         return GradModeExitVariable(ctx)
+    if isinstance(value, types.MethodType) and value.__func__.__name__ == "__exit__":
+        # Another context manager entered before a graph break: what it restores on
+        # exit (autocast, inference mode, user state) is not modelled.
+        raise unsupported(f"exit of a with-block over {type(value.__self__).__qualname__}")
     if isinstance(value, types.MethodType):
         fn = wrap_value(tx, value.__func__, AttrSource(source, "__func__") if source else None)
         self_var = wrap_value(tx, value.__self__, AttrSource(source, "__self__") if source else None)
