@@ -175,7 +175,9 @@ def wrap_value(tx, value: Any, source: Source | None) -> VariableTracker:
             tx.output.add_guard(owner, type_is(type(value.__self__)))
             tx.output.add_guard(AttrSource(owner, "prev"), equals(value.__self__.prev))
         ctx = GradModeVariable(type(value.__self__) is torch.enable_grad, bool(value.__self__.prev))
-        return GradModeExitVariable(ctx)
+        exit_var = GradModeExitVariable(ctx)
+        exit_var.source = source
+        return exit_var
     if isinstance(value, types.MethodType) and value.__func__.__name__ == "__exit__":
         # Another context manager entered before a graph break: what it restores on
         # exit (autocast, inference mode, user state) is not modelled.

@@ -78,7 +78,7 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Trito
     example_inputs = list(example_inputs)
     compiled = CompiledGraph(gm, options)
     reason = compiled.aten_reason(example_inputs)
-    if reason is None and _needs_autograd(example_inputs + attribute_values(gm, compiled.attribute_names)):
+    if reason is None and _needs_autograd(compiled.enables_grad, example_inputs + attribute_values(gm, compiled.attribute_names)):
         reason = NEEDS_AUTOGRAD
     if reason is None:
         compiled.specialise(example_inputs)
@@ -101,8 +101,17 @@ def aten_forward(gm: torch.fx.GraphModule, reason: str):
     return forward
 
 
-def _needs_autograd(tensors: list) -> bool:
-    return torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in tensors)
+def _needs_autograd(enables_grad: bool, tensors: list) -> bool:
+    """An input requires grad and grad mode is on when the graph starts, or the graph
+    switches it on (``enables_grad``: a graph resumed inside ``no_grad`` leaves the block)."""
+    if not any(isinstance(t, torch.Tensor) and t.requires_grad for t in tensors):
+        return False
+    return enables_grad or torch.is_grad_enabled()
+
+
+def _enables_grad(gm: torch.fx.GraphModule) -> bool:
+    return any(node.op == "call_function" and node.target is torch._C._set_grad_enabled
+               and node.args[0] for node in gm.graph.nodes)
 
 
 def _say_runs_aten(reason: str) -> None:
@@ -124,6 +133,7 @@ class CompiledGraph:
         self.options = options
         self.out_spec = pytree.tree_flatten(_output_value(gm))[1]
         self.attribute_names = attribute_names(gm)
+        self.enables_grad = _enables_grad(gm)
         self.specialisations: dict = {}
         self.module = None
         self.fallback_reason: str | None = None
@@ -214,7 +224,7 @@ class CompiledGraph:
         if module is None or module.FALLBACK_REASON:
             return self._aten(*args)
         attributes = attribute_values(self.gm, self.attribute_names)
-        if _needs_autograd([*args, *attributes]):
+        if _needs_autograd(self.enables_grad, [*args, *attributes]):
             # Until training support exists, autograd needs the ATen ops.
             return self._aten(*args)
         flat = module.call(list(args) + attributes)
