@@ -530,16 +530,20 @@ def effect_instructions(original: CodeType, effects: Sequence[Effect],
 
 def transformed_code(original: CodeType, *, compiled_fn_name: str,
                      graph_inputs: Sequence[Source], output: OutputPlan,
-                     effects: Sequence[Effect] = (), lineno: int | None = None) -> CodeType:
+                     effects: Sequence[Effect] = (), lineno: int | None = None,
+                     fallback: CodeType | None = None, grad_mode: bool = True) -> CodeType:
     """Code that calls ``compiled_fn_name(*graph_inputs)``, performs ``effects`` and
     returns ``output``.
 
     The result keeps ``original``'s parameters, ``co_freevars``, filename, names and
     first line; it has no cell variables and is never a generator. Every instruction
     is attributed to ``lineno`` (default: the first line of the body), so an error
-    raised by the compiled callable shows the user's file and function. See the
-    module docstring for an example.
+    raised by the compiled callable shows the user's file and function. With a
+    ``fallback`` (:mod:`fastdynamo.fallback`), an exception raised by the graph call
+    runs the frame again as Python, in ``grad_mode`` (the frame's). See the module docstring for an example.
     """
+    from .fallback import protect
+
     emitter = _Emitter(original)
     body: list[Instruction] = [create_load_global(compiled_fn_name, push_null=True)]
     for source in graph_inputs:
@@ -549,8 +553,12 @@ def transformed_code(original: CodeType, *, compiled_fn_name: str,
         body.append(create_instruction("STORE_FAST", argval=GRAPH_OUTPUTS_LOCAL))
     else:
         body.append(create_instruction("POP_TOP"))
+    handler = [] if fallback is None else protect(
+        list(body), original, fallback, lambda name: [create_instruction("LOAD_FAST", argval=name)],
+        grad_mode)
     body += effect_instructions(original, effects, then=[output])
     body.append(create_instruction("RETURN_VALUE"))
+    body += handler
 
     line = lineno if lineno is not None else _first_body_line(original)
     for inst in body:
@@ -561,7 +569,7 @@ def transformed_code(original: CodeType, *, compiled_fn_name: str,
     return assemble(
         head + body,
         original,
-        co_consts=(docstring,),
+        co_consts=(docstring,) + ((fallback,) if fallback is not None else ()),
         co_names=(),
         co_varnames=emitter.parameters,
         co_cellvars=(),

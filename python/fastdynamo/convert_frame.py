@@ -25,6 +25,7 @@ from . import config, logs
 from ._runtime import native
 from .backends.eager import GENERATED_FILENAME_PREFIX
 from .codegen import transformed_code
+from .fallback import can_rerun, fallback_code
 from .graph_break import split_frame
 from .guards import compile_guards
 from .symbolic import CaptureResult, translate
@@ -115,6 +116,15 @@ def _mark_skip_recursive(runtime: Any, compiled_fn: Any) -> None:
         code = getattr(getattr(type(compiled_fn), "__call__", None), "__code__", None)
     if code is not None:
         runtime.set_code_action(code, runtime.SKIP_RECURSIVE)
+
+
+def _fallback_for(runtime: Any, code: CodeType, capture: CaptureResult) -> CodeType | None:
+    """The copy of ``code`` to run as Python if the graph raises (fallback.py), if exact."""
+    if not can_rerun(capture.graph_module, capture.mutates_inputs):
+        return None
+    fallback = fallback_code(code)
+    runtime.set_code_action(fallback, runtime.SKIP)
+    return fallback
 
 
 def _unmodelled_torch_state() -> str | None:
@@ -209,7 +219,9 @@ class ConvertFrame:
         _mark_skip_recursive(runtime, result.compiled_fn)
         name = _install_compiled_fn(frame.f_globals, result.compiled_fn)
         new_code = transformed_code(code, compiled_fn_name=name, graph_inputs=result.graph_inputs,
-                                    output=result.output_plan, effects=result.effects)
+                                    output=result.output_plan, effects=result.effects,
+                                    fallback=_fallback_for(runtime, code, result),
+                                    grad_mode=torch.is_grad_enabled())
         self.log_capture(code, result, new_code)
         if self.recorder is not None:
             self.recorder.captures.append(CaptureRecord(code, result, new_code))

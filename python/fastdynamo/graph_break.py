@@ -57,6 +57,7 @@ from .bytecode import (
 from .bytecode import version
 from .codegen import (GRAPH_OUTPUTS_LOCAL, effect_instructions, load_source,
                       parameter_names, prelude)
+from .fallback import can_rerun, fallback_code, make_function, protect
 from .sources import LocalSource
 from .symbolic import translate
 from .symbolic.exc import Unsupported, unsupported
@@ -206,10 +207,13 @@ class _Builder:
         # Cells first: closures rebuilt below need them; arguments they hold are then
         # read from the cell (``cells_made``).
         body = [create_instruction("MAKE_CELL", argval=name) for name in self.code.co_cellvars]
+        handler: list[Instruction] = []
         if capture.graph_module is not None:
-            body += self._graph_call(capture)
+            call = self._graph_call(capture)
+            handler = self._fallback_handler(call, capture)
+            body += call
         body += self._restore_state(effects, stack_plans, local_plans, cell_plans)
-        body += region_code + stubs
+        body += region_code + stubs + handler
         for inst in body:
             if inst.positions is None:
                 inst.positions = dis.Positions(self.line, self.line, None, None)
@@ -234,6 +238,18 @@ class _Builder:
             return capture
         capture.compiled_fn = self.backend(graph_module, capture.example_inputs)
         return capture
+
+    def _fallback_handler(self, call: list[Instruction], capture) -> list[Instruction]:
+        """If the graph raises, the frame runs again as Python (fallback.py)."""
+        if not can_rerun(capture.graph_module, self.tx.output.mutates_inputs):
+            return []
+        fallback = fallback_code(self.code)
+        self.runtime.set_code_action(fallback, self.runtime.SKIP)
+        cells = set(self.code.co_cellvars)
+        return protect(call, self.code, fallback,
+                       lambda name: [create_instruction("LOAD_DEREF" if name in cells else "LOAD_FAST",
+                                                        argval=name)],
+                       self.tx.grad_mode_at_start)
 
     def _graph_call(self, capture) -> list[Instruction]:
         body = [create_load_global(self.compiled_fn_name, push_null=True)]
@@ -420,7 +436,7 @@ class _Builder:
                 temps.append(temp)
                 out.append(create_instruction("STORE_FAST", argval=temp))
         temps.reverse()
-        out += [create_push_null(), *_make_function(resume, self.code)]
+        out += [create_push_null(), *make_function(resume)]
         out += [create_instruction("LOAD_FAST", argval=name) for name in temps + names]
         out += create_call(len(temps) + len(names))
         out.append(create_instruction("RETURN_VALUE"))
@@ -508,15 +524,6 @@ def _definitely_bound(insts: list[Instruction], start: int, end: int,
 def _pop_null() -> list[Instruction]:
     """``POP_TOP`` cannot pop a NULL: call a no-argument builtin over it instead."""
     return [create_load_const(tuple), *create_call(0), create_instruction("POP_TOP")]
-
-
-def _make_function(code: CodeType, original: CodeType) -> list[Instruction]:
-    """A function for ``code`` with the frame's globals and, if any, its closure."""
-    if not code.co_freevars:
-        return [create_load_const(code), create_instruction("MAKE_FUNCTION", arg=0)]
-    cells = [create_instruction("LOAD_CLOSURE", argval=name) for name in code.co_freevars]
-    return [*cells, create_instruction("BUILD_TUPLE", arg=len(cells)), create_load_const(code),
-            create_instruction("MAKE_FUNCTION", arg=0x08)]
 
 
 def _set_grad_mode(mode: bool) -> list[Instruction]:

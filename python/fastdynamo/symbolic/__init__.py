@@ -40,6 +40,7 @@ class CaptureResult:
     guards: list[Guard] = field(default_factory=list)
     break_reason: Unsupported | None = None
     compiled_fn: Callable | None = None
+    mutates_inputs: bool = False  # the graph writes to an input: it cannot run twice
     # Set instead of the graph fields when translation stopped at ``stop_at_step``:
     # the translator, holding the stack and locals before that step, and its graph.
     stopped: InstructionTranslator | None = None
@@ -95,7 +96,8 @@ def translate(code: CodeType, localsplus: list, f_globals: dict, f_builtins: Any
     result = CaptureResult(graph_module=graph_module,
                            graph_inputs=[inp.source for inp in output.inputs],
                            example_inputs=output.example_inputs(), output_plan=plan,
-                           effects=effects, guards=output.guards)
+                           effects=effects, guards=output.guards,
+                           mutates_inputs=output.mutates_inputs)
     if backend is not None:
         result.compiled_fn = backend(graph_module, result.example_inputs)
     return result

@@ -1,0 +1,124 @@
+"""When a compiled graph raises, the frame runs again as Python from its start.
+
+The graph call is the first thing a transformed frame does, and nothing the frame does
+is visible before it returns: side effects are replayed after it, locals are stored
+after it. So when the graph raises an ``Exception`` the transformed code can call a
+*fallback*, a copy of the code it replaced (marked ``SKIP``, so the hook runs it as
+Python), with the frame's arguments, and return what it returns. The user then sees
+exactly eager's behaviour: the error raised where eager raises it, caught by the frame's
+own ``try``/``with`` blocks, stores made before it kept, grad mode restored by the
+blocks it leaves.
+
+A graph that writes to its inputs, or draws random numbers, cannot be run twice: it
+gets no fallback (``can_rerun``), and its error propagates as before.
+
+>>> def f(x):
+...     return x + 1
+>>> fallback_code(f.__code__) is not f.__code__
+True
+"""
+from __future__ import annotations
+
+import re
+from types import CodeType
+from typing import Callable
+
+import torch
+
+from .bytecode import (
+    ExceptionTableEntry,
+    Instruction,
+    create_call,
+    create_instruction,
+    create_jump,
+    create_load_const,
+    create_push_null,
+)
+
+# Random ops: running the graph again would draw different numbers than eager did.
+_RANDOM = re.compile("rand|dropout|bernoulli|normal|multinomial|uniform|poisson|rrelu|gumbel|"
+                     "exponential|cauchy|geometric")
+
+
+def can_rerun(graph_module: torch.fx.GraphModule, mutates_inputs: bool) -> bool:
+    """Whether running the frame again after this graph raised is exact."""
+    if mutates_inputs:
+        return False
+    for node in graph_module.graph.nodes:
+        if node.op in ("call_function", "call_method"):
+            name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
+            if _RANDOM.search(str(name)):
+                return False
+    return True
+
+
+def fallback_code(original: CodeType) -> CodeType:
+    """A copy of ``original`` with its own ``co_extra``: the hook's mark on it (SKIP)
+    does not touch the original's cache."""
+    return original.replace(co_name=original.co_name)
+
+
+def make_function(code: CodeType) -> list[Instruction]:
+    """A function for ``code`` with the running frame's globals and, if ``code`` has free
+    variables, the frame's cells of the same names."""
+    if not code.co_freevars:
+        return [create_load_const(code), create_instruction("MAKE_FUNCTION", arg=0)]
+    cells = [create_instruction("LOAD_CLOSURE", argval=name) for name in code.co_freevars]
+    return [*cells, create_instruction("BUILD_TUPLE", arg=len(cells)), create_load_const(code),
+            create_instruction("MAKE_FUNCTION", arg=0x08)]
+
+
+def _call_with_arguments(original: CodeType, fallback: CodeType,
+                         load: Callable[[str], list[Instruction]]) -> list[Instruction]:
+    """``fallback(*positional, *args, **keyword_only, **kwargs)`` from the frame's
+    parameters (``load(name)`` pushes one)."""
+    n_pos, n_kw = original.co_argcount, original.co_kwonlyargcount
+    names = original.co_varnames
+    varargs = names[n_pos + n_kw] if original.co_flags & 0x04 else None
+    varkw = names[n_pos + n_kw + bool(varargs)] if original.co_flags & 0x08 else None
+    out = [create_push_null(), *make_function(fallback)]
+    for name in names[:n_pos]:
+        out += load(name)
+    out.append(create_instruction("BUILD_LIST", arg=n_pos))
+    if varargs:
+        out += load(varargs) + [create_instruction("LIST_EXTEND", arg=1)]
+    out.append(create_instruction("LIST_TO_TUPLE"))
+    for name in names[n_pos:n_pos + n_kw]:
+        out += [create_load_const(name), *load(name)]
+    out.append(create_instruction("BUILD_MAP", arg=n_kw))
+    if varkw:
+        out += load(varkw) + [create_instruction("DICT_MERGE", arg=1)]
+    out.append(create_instruction("CALL_FUNCTION_EX", arg=1))
+    return out
+
+
+def protect(graph_call: list[Instruction], original: CodeType, fallback: CodeType,
+            load: Callable[[str], list[Instruction]], grad_mode: bool) -> list[Instruction]:
+    """Cover ``graph_call`` (run with an empty stack) with a handler that, for an
+    ``Exception``, leaves the handler, restores ``grad_mode`` (the frame's, guarded; the
+    graph may have switched it) and returns ``fallback(<the frame's arguments>)``;
+    returns the handler's instructions, to be placed where nothing falls into them.
+
+    The exception is dropped before the call (``POP_EXCEPT``), so the fallback's own
+    error does not chain to it.
+    """
+    handler = create_instruction("PUSH_EXC_INFO")
+    reraise = create_instruction("RERAISE", arg=0)
+    cleanup = [create_instruction("COPY", arg=3), create_instruction("POP_EXCEPT"),
+               create_instruction("RERAISE", arg=1)]
+    call = [create_push_null(), create_load_const(torch._C._set_grad_enabled),
+            create_load_const(grad_mode), *create_call(1), create_instruction("POP_TOP"),
+            *_call_with_arguments(original, fallback, load)]
+    caught = [handler, create_load_const(Exception), create_instruction("CHECK_EXC_MATCH"),
+              create_jump(reraise, "POP_JUMP_IF_FALSE"), create_instruction("POP_TOP"),
+              create_instruction("POP_EXCEPT"), create_jump(call[0])]
+    to_handler = ExceptionTableEntry(graph_call[0], graph_call[-1], handler, 0, False)
+    for inst in graph_call:
+        inst.exn_tab_entry = to_handler
+    to_cleanup = ExceptionTableEntry(handler, reraise, cleanup[0], 1, True)
+    for inst in caught[:-2] + [reraise]:  # not POP_EXCEPT and after: exc_info is restored
+        inst.exn_tab_entry = to_cleanup
+    return caught + [reraise] + cleanup + call + [create_instruction("RETURN_VALUE")]
+
+
+__all__ = ["can_rerun", "fallback_code", "make_function", "protect"]
