@@ -47,6 +47,7 @@ from .bytecode import (
     create_call,
     create_instruction,
     create_jump,
+    create_load_attr,
     create_load_const,
     create_load_global,
     create_push_null,
@@ -63,8 +64,9 @@ from .symbolic import translate
 from .symbolic.exc import Unsupported, unsupported
 from .symbolic.output import OutputPlanBuilder
 from .symbolic.translator import InstructionTranslator, LazyArgument
-from .symbolic.variables.base import NULL, VariableTracker
+from .symbolic.variables.base import NULL, MethodCallVariable, VariableTracker
 from .symbolic.variables.containers import IteratorVariable
+from .symbolic.variables.tensor import TensorMethodVariable
 from .symbolic.variables.torch_functions import GradModeExitVariable
 
 _STACK_PREFIX = "___stack"
@@ -424,24 +426,50 @@ class _Builder:
 
     def _exit_stub(self, ex: _Exit) -> list[Instruction]:
         """Pop the stack into temporaries, call the resume function, return its result."""
-        names = self._exit_locals(ex)
-        resume = self._resume_code(ex, names)
+        layout = self._layout(ex)
+        resume = self._resume_code(ex, layout)
         out: list[Instruction] = []
-        temps = []
+        derived = {position for position, _, _ in layout.derived}
         for position in reversed(range(ex.depth)):
             if position in ex.nulls:
                 out += _pop_null()
+            elif position in derived:
+                out.append(create_instruction("POP_TOP"))  # the prologue rebuilds it
             else:
-                temp = f"{_STACK_PREFIX}{position}"
-                temps.append(temp)
-                out.append(create_instruction("STORE_FAST", argval=temp))
-        temps.reverse()
+                out.append(create_instruction("STORE_FAST", argval=f"{_STACK_PREFIX}{position}"))
+        params = layout.params()
         out += [create_push_null(), *make_function(resume)]
-        out += [create_instruction("LOAD_FAST", argval=name) for name in temps + names]
-        out += create_call(len(temps) + len(names))
+        out += [create_instruction("LOAD_FAST", argval=name) for name in params]
+        out += create_call(len(params))
         out.append(create_instruction("RETURN_VALUE"))
         ex.stub.opname, ex.stub.opcode = "NOP", version.OPMAP["NOP"]
         return [ex.stub] + out
+
+    def _layout(self, ex: _Exit) -> "_Layout":
+        names = self._exit_locals(ex)
+        first = None
+        if "__class__" in self.code.co_freevars and self.code.co_argcount:
+            # Zero-argument super() reads the frame's first local: it stays first.
+            first = self.code.co_varnames[0]
+            if first in self.code.co_cellvars or first not in self.tx.locals:
+                raise unsupported("super() after a graph break with its first argument in a cell")
+            if first not in names:
+                names.insert(0, first)
+        return _Layout(ex.depth, ex.nulls, self._derived(ex, names), tuple(names), first)
+
+    def _derived(self, ex: _Exit, names: list[str]) -> tuple[tuple[int, str, str], ...]:
+        """Bound methods on the stack whose object a passed local holds: the prologue
+        rebuilds them from the local, so the object reaches the resume function by one
+        path only (side effects on it are then tracked as in any frame)."""
+        out = []
+        for position in range(min(ex.depth, self._untouched())):
+            value = self.stack[position]
+            if isinstance(value, (MethodCallVariable, TensorMethodVariable)):
+                owner = value.obj if isinstance(value, MethodCallVariable) else value.tensor
+                holder = next((n for n in names if self.tx.locals.get(n) is owner), None)
+                if holder is not None:
+                    out.append((position, holder, value.name))
+        return tuple(out)
 
     def _exit_locals(self, ex: _Exit) -> list[str]:
         """Locals the code after the exit may read: each must be bound on every path
@@ -460,13 +488,12 @@ class _Builder:
         names = self.code.co_varnames
         return names.index(name) if name in names else len(names)
 
-    def _resume_code(self, ex: _Exit, names: list[str]) -> CodeType:
-        key = (ex.target.offset, ex.depth, ex.nulls, tuple(names))
+    def _resume_code(self, ex: _Exit, layout: "_Layout") -> CodeType:
+        key = (ex.target.offset, layout)
         cache = _RESUME_CACHE.setdefault(self.code, {})
         code = cache.get(key)
         if code is None:
-            code = cache[key] = _make_resume_code(self.code, ex.target.offset, ex.depth,
-                                                  ex.nulls, names)
+            code = cache[key] = _make_resume_code(self.code, ex.target.offset, layout)
         if ex.handler is not None:
             self.runtime.set_code_action(code, self.runtime.SKIP)  # exception paths run as Python
         self.resume_codes.append(code)
@@ -542,22 +569,49 @@ def _reenter_grad_mode(exit_var: GradModeExitVariable) -> list[Instruction]:
 
 # ---------------------------------------------------------------- resume functions
 
-def _make_resume_code(original: CodeType, target_offset: int, depth: int,
-                      nulls: frozenset[int], local_names: Sequence[str]) -> CodeType:
-    """``original`` entered at ``target_offset`` with ``depth`` stack values (NULL at
-    ``nulls``, the others arguments) and ``local_names`` as the remaining arguments."""
+@dataclass(frozen=True)
+class _Layout:
+    """How one exit hands its stack and locals to a resume function."""
+
+    depth: int
+    nulls: frozenset[int]
+    derived: tuple[tuple[int, str, str], ...]  # (position, local, attribute): local.attribute
+    locals: tuple[str, ...]
+    first: str | None  # the original's first argument, kept first (zero-argument super())
+
+    def stack_args(self) -> list[str]:
+        derived = {position for position, _, _ in self.derived}
+        return [f"{_STACK_PREFIX}{i}" for i in range(self.depth)
+                if i not in self.nulls and i not in derived]
+
+    def params(self) -> list[str]:
+        rest = self.stack_args() + [n for n in self.locals if n != self.first]
+        return ([self.first] if self.first else []) + rest
+
+    def prologue(self) -> list[Instruction]:
+        """Push the stack back: NULLs, rebuilt bound methods, stack arguments."""
+        derived = {position: (local, attr) for position, local, attr in self.derived}
+        out: list[Instruction] = []
+        for i in range(self.depth):
+            if i in self.nulls:
+                out.append(create_push_null())
+            elif i in derived:
+                local, attr = derived[i]
+                out += [create_instruction("LOAD_FAST", argval=local), create_load_attr(attr)]
+            else:
+                out.append(create_instruction("LOAD_FAST", argval=f"{_STACK_PREFIX}{i}"))
+        return out
+
+
+def _make_resume_code(original: CodeType, target_offset: int, layout: _Layout) -> CodeType:
+    """``original`` entered at ``target_offset`` with the stack and locals ``layout``
+    describes as its arguments."""
     insts = instructions_from_code(original)
     body_start = next(i + 1 for i, inst in enumerate(insts) if inst.opname == "RESUME")
     body = insts[body_start:]
     target = next(inst for inst in body if inst.offset == target_offset)
-    stack_args = [f"{_STACK_PREFIX}{i}" for i in range(depth) if i not in nulls]
-    params = stack_args + list(local_names)
-    entry: list[Instruction] = []
-    for i in range(depth):
-        if i in nulls:
-            entry.append(create_push_null())
-        else:
-            entry.append(create_instruction("LOAD_FAST", argval=f"{_STACK_PREFIX}{i}"))
+    params = layout.params()
+    entry = layout.prologue()
     entry.append(create_jump(target))
     line = target.lineno or original.co_firstlineno
     for inst in entry:

@@ -29,7 +29,7 @@ import torch
 from ..guards import equals, id_is, len_is, type_is
 from ..sources import AttrSource, BuiltinSource, GlobalSource, ItemSource, Source
 from .exc import unsupported
-from .variables.base import VariableTracker
+from .variables.base import MethodCallVariable, VariableTracker
 from .variables.constant import ConstantVariable, PureFunctionVariable, wrap_constant_result
 from .variables.containers import DictVariable, ListVariable, SetVariable, TupleVariable
 from .variables.functions import PartialVariable, UserFunctionVariable, UserMethodVariable
@@ -186,6 +186,14 @@ def wrap_value(tx, value: Any, source: Source | None) -> VariableTracker:
         fn = wrap_value(tx, value.__func__, AttrSource(source, "__func__") if source else None)
         self_var = wrap_value(tx, value.__self__, AttrSource(source, "__self__") if source else None)
         return UserMethodVariable(fn, self_var, source)
+    if isinstance(value, types.BuiltinMethodType) and type(value.__self__) in (list, dict) \
+            and source is not None:
+        # ``lst.append`` left on the stack by a graph break (graph_break.py): the method
+        # of the container, which is itself wrapped (and tracked for mutations).
+        guard(type_is(types.BuiltinMethodType))
+        tx.output.add_guard(AttrSource(source, "__name__"), equals(value.__name__))
+        owner = wrap_value(tx, value.__self__, AttrSource(source, "__self__"))
+        return MethodCallVariable(owner, value.__name__)
     if is_modelled_builtin(value):
         guard(id_is(value))
         return BuiltinVariable(value, source)

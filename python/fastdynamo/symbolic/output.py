@@ -19,6 +19,7 @@ from .variables.base import MethodCallVariable, VariableTracker
 from .variables.constant import ConstantVariable
 from .variables.containers import DictVariable, IteratorVariable, ListIteratorVariable, ListVariable, TupleVariable
 from .variables.functions import NestedFunctionVariable, UserMethodVariable
+from .variables.misc import ExceptionVariable
 from .variables.tensor import TensorMethodVariable, TensorVariable
 
 
@@ -87,6 +88,8 @@ class OutputPlanBuilder:
         if isinstance(value, (MethodCallVariable, TensorMethodVariable)):
             owner = value.obj if isinstance(value, MethodCallVariable) else value.tensor
             return Call(Constant(getattr), [self.plan(owner), Constant(value.name)])
+        if isinstance(value, ExceptionVariable):
+            return Call(Constant(value.cls), [Constant(a) for a in value.args])
         if isinstance(value, UserMethodVariable):
             return Call(Constant(types.MethodType), [self.plan(value.fn), self.plan(value.self_var)])
         if isinstance(value, ListIteratorVariable):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ..exc import unsupported
+from ..variables.misc import ClassVariable
 
 
 def _is_none(value) -> bool:
@@ -67,5 +68,9 @@ class JumpOpcodes:
 
     def RAISE_VARARGS(self, inst):
         args = self.popn(inst.arg)
-        what = args[0].describe() if args else "re-raise"
-        raise unsupported(f"raise {what} (the eager run raises it)")
+        if not args:
+            raise unsupported("re-raise")
+        what = args[0]
+        if isinstance(what, ClassVariable):
+            raise unsupported(f"raise {what.cls.__name__}")
+        raise unsupported(f"raise {what.describe()}")

@@ -73,9 +73,9 @@ class ClassVariable(VariableTracker):
             values = list(args) + [kwargs[f] for f in self.cls._fields[len(args):] if f in kwargs]
             return TupleVariable(values, tuple_type=self.cls)
         constant_args = all(a.is_python_constant() for a in args)
-        if issubclass(self.cls, BaseException) and constant_args:
-            # only ever raised, which ends the trace with a reason naming it
-            raise unsupported(f"raise {self.cls.__name__}{tuple(a.as_python_constant() for a in args)!r}")
+        if issubclass(self.cls, BaseException) and constant_args and not kwargs:
+            # raising it breaks the graph; the instance is made by the rewritten code
+            return ExceptionVariable(self.cls, [a.as_python_constant() for a in args])
         if self.cls in (slice, range, complex) and constant_args:
             return wrap_constant_result(self.cls(*[a.as_python_constant() for a in args]))
         raise unsupported(f"constructing an instance of {self.cls.__qualname__}")
@@ -90,6 +90,21 @@ class ClassVariable(VariableTracker):
 
     def describe(self) -> str:
         return f"ClassVariable({self.cls.__qualname__})"
+
+
+class ExceptionVariable(VariableTracker):
+    """``SomeError(*constant args)`` made by the frame: only ever raised (a graph break),
+    so it is rebuilt by calling the class again."""
+
+    def __init__(self, cls: type, args: list):
+        self.cls = cls
+        self.args = args
+
+    def python_type(self) -> type:
+        return self.cls
+
+    def describe(self) -> str:
+        return f"{self.cls.__name__}({', '.join(repr(a) for a in self.args)})"
 
 
 class UserObjectVariable(VariableTracker):
