@@ -14,7 +14,10 @@ import sys
 import textwrap
 from pathlib import Path
 
-PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
+import fastdynamo
+
+# The directory holding the fastdynamo under test (installed, or in place with PYTHONPATH).
+PYTHON_DIR = Path(fastdynamo.__file__).resolve().parents[1]
 
 OTHER_USERS = textwrap.dedent(
     """

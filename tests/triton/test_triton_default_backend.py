@@ -18,7 +18,8 @@ from fastdynamo.backends.triton import CompiledGraph
 from fastdynamo.convert_frame import Recorder
 
 pytest.importorskip("fastdynamo._native")
-PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
+# The directory holding the fastdynamo under test (installed, or in place with PYTHONPATH).
+PYTHON_DIR = Path(fastdynamo.__file__).resolve().parents[1]
 
 
 @pytest.fixture(autouse=True)
