@@ -120,7 +120,7 @@ def _mark_skip_recursive(runtime: Any, compiled_fn: Any) -> None:
 
 def _fallback_for(runtime: Any, code: CodeType, capture: CaptureResult) -> CodeType | None:
     """The copy of ``code`` to run as Python if the graph raises (fallback.py), if exact."""
-    if not can_rerun(capture.graph_module, capture.mutates_inputs):
+    if not can_rerun(capture.mutates_inputs, capture.draws_random):
         return None
     fallback = fallback_code(code)
     runtime.set_code_action(fallback, runtime.SKIP)

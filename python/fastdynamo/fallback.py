@@ -19,7 +19,6 @@ True
 """
 from __future__ import annotations
 
-import re
 from types import CodeType
 from typing import Callable
 
@@ -35,21 +34,11 @@ from .bytecode import (
     create_push_null,
 )
 
-# Random ops: running the graph again would draw different numbers than eager did.
-_RANDOM = re.compile("rand|dropout|bernoulli|normal|multinomial|uniform|poisson|rrelu|gumbel|"
-                     "exponential|cauchy|geometric")
-
-
-def can_rerun(graph_module: torch.fx.GraphModule, mutates_inputs: bool) -> bool:
-    """Whether running the frame again after this graph raised is exact."""
-    if mutates_inputs:
-        return False
-    for node in graph_module.graph.nodes:
-        if node.op in ("call_function", "call_method"):
-            name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
-            if _RANDOM.search(str(name)):
-                return False
-    return True
+def can_rerun(mutates_inputs: bool, draws_random: bool) -> bool:
+    """Whether running the frame again after its graph raised is exact: not if the graph
+    wrote to an input or consumed random numbers before raising (what the trace's ATen
+    ops did, ``OutputGraph.mutates_inputs``/``draws_random``)."""
+    return not (mutates_inputs or draws_random)
 
 
 def fallback_code(original: CodeType) -> CodeType:

@@ -95,6 +95,9 @@ class _Region:
 
 # ---------------------------------------------------------------- resume metadata
 
+# Calls that see a frame's locals by name: such a frame is not split.
+_READS_LOCALS_BY_NAME = frozenset({"locals", "vars", "dir", "eval", "exec", "_getframe",
+                                   "currentframe", "stack", "getframeinfo"})
 # Resume code -> index (in dis instructions) of the first original instruction: a break
 # before it (while its prologue pushes the stack) makes no progress.
 _PROLOGUE_END: "weakref.WeakKeyDictionary[CodeType, int]" = weakref.WeakKeyDictionary()
@@ -117,6 +120,11 @@ def split_frame(code: CodeType, frame: Any, backend: Callable, err: Unsupported,
         raise unsupported("the break is not at an instruction of the frame")
     if _PROLOGUE_END.get(code, -1) > err.root_index:
         raise unsupported("graph break while entering a resume function")
+    introspective = _READS_LOCALS_BY_NAME & set(code.co_names)
+    if introspective:
+        # The resume function has other locals than the frame (only those read later,
+        # plus the break's temporaries), which these would see.
+        raise unsupported(f"graph break in a function that calls {sorted(introspective)[0]}()")
     dis_insts = list(dis.get_instructions(code))
     insts = instructions_from_code(code)
     by_offset = {inst.offset: i for i, inst in enumerate(insts)}
@@ -243,7 +251,7 @@ class _Builder:
 
     def _fallback_handler(self, call: list[Instruction], capture) -> list[Instruction]:
         """If the graph raises, the frame runs again as Python (fallback.py)."""
-        if not can_rerun(capture.graph_module, self.tx.output.mutates_inputs):
+        if not can_rerun(self.tx.output.mutates_inputs, self.tx.output.draws_random):
             return []
         fallback = fallback_code(self.code)
         self.runtime.set_code_action(fallback, self.runtime.SKIP)
@@ -282,6 +290,18 @@ class _Builder:
             changed.append((name, value))
         return changed
 
+    def _deleted_arguments(self) -> list[Instruction]:
+        """``del`` of an argument before the break: the transformed frame still holds it."""
+        out = []
+        for name in parameter_names(self.code):
+            if name in self.code.co_cellvars:
+                cell = self.tx.cells.get(name)
+                if cell is not None and cell.contents is None:
+                    out.append(create_instruction("DELETE_DEREF", argval=name))
+            elif name not in self.tx.locals:
+                out.append(create_instruction("DELETE_FAST", argval=name))
+        return out
+
     def _own_cells(self) -> list[tuple[str, Any]]:
         """The frame's cell variables that hold a value at the break."""
         cells = [(name, self.tx.cells.get(name)) for name in self.code.co_cellvars]
@@ -304,6 +324,7 @@ class _Builder:
             out.append(create_instruction("STORE_DEREF", argval=name))
         for name, _ in reversed(local_plans):
             out.append(create_instruction("STORE_FAST", argval=name))
+        out += self._deleted_arguments()
         parked = [f"___break_value{i}" for i in range(len(values))]
         out += [create_instruction("STORE_FAST", argval=name) for name in reversed(parked)]
         temps = iter(parked)

@@ -51,9 +51,24 @@ def test_graph_that_writes_an_input_is_not_run_twice():
     torch.testing.assert_close(x, torch.full((2,), 2.0))  # once per call, as eager
 
 
+def test_graph_that_draws_random_numbers_is_not_run_twice():
+    def f(x, index):
+        y = torch.nn.functional.dropout(x, 0.5, training=True)
+        return y.index_select(0, index)
+
+    compiled = fastdynamo.compile(f, backend="eager")
+    compiled(torch.ones(4), torch.tensor([0]))
+    torch.manual_seed(0)
+    with pytest.raises(IndexError):
+        f(torch.ones(4), torch.tensor([9]))
+    expected = torch.rand(3)
+    torch.manual_seed(0)
+    with pytest.raises(IndexError):
+        compiled(torch.ones(4), torch.tensor([9]))
+    torch.testing.assert_close(torch.rand(3), expected)  # the generator advanced once
+
+
 def test_which_graphs_can_run_again():
-    plain = torch.fx.symbolic_trace(lambda x: x.sin() + 1)
-    noisy = torch.fx.symbolic_trace(lambda x: torch.nn.functional.dropout(x, 0.5) + torch.rand(2))
-    assert can_rerun(plain, mutates_inputs=False)
-    assert not can_rerun(plain, mutates_inputs=True)
-    assert not can_rerun(noisy, mutates_inputs=False)
+    assert can_rerun(mutates_inputs=False, draws_random=False)
+    assert not can_rerun(mutates_inputs=True, draws_random=False)
+    assert not can_rerun(mutates_inputs=False, draws_random=True)

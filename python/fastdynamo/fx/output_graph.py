@@ -22,6 +22,7 @@ from typing import Any, Callable
 
 import torch
 import torch.fx
+from torch.utils._python_dispatch import TorchDispatchMode
 from torch._subclasses.fake_tensor import (DataDependentOutputException,
                                            DynamicOutputShapeException, FakeTensorMode)
 
@@ -61,7 +62,8 @@ class OutputGraph:
         self._guards: dict[tuple, Guard] = {}
         self._names: set[str] = set()
         self.steps = 0  # instructions run by every translator of this capture
-        self.mutates_inputs = False  # an in-place op writes to a graph input (or a view)
+        self.mutates_inputs = False  # an op writes to a graph input (or a view of one)
+        self.draws_random = False  # an op consumes the random number generator
 
     def count_step(self) -> None:
         """One more instruction traced; past ``config.max_trace_steps`` the trace gives up
@@ -124,7 +126,7 @@ class OutputGraph:
                         and args and self.is_input(args[0]) else None)
         name = target if isinstance(target, str) else getattr(target, "__name__", repr(target))
         try:
-            with self.fake_mode:
+            with self.fake_mode, _AtenEffects(self):
                 if kind == "call_method":
                     result = getattr(fake_args[0], target)(*fake_args[1:], **fake_kwargs)
                 else:
@@ -241,6 +243,40 @@ class OutputGraph:
 def _layout(tensor: torch.Tensor) -> tuple:
     return (tuple(tensor.shape), tensor.stride(), tensor.storage_offset(), tensor.dtype,
             tensor.requires_grad, tensor.grad_fn is None)
+
+
+# ATen ops that write their running statistics without saying so in their schema.
+_BATCH_NORMS = frozenset({"native_batch_norm", "_native_batch_norm_legit", "batch_norm",
+                          "cudnn_batch_norm", "miopen_batch_norm", "_batch_norm_impl_index"})
+
+
+class _AtenEffects(TorchDispatchMode):
+    """Watches the ATen ops one recorded call runs on FakeTensors: whether any writes to a
+    graph input (schema ``Tensor(a!)`` arguments, batch norm's running statistics) or
+    draws random numbers (the ``nondeterministic_seeded`` tag). A graph that does either
+    cannot be run a second time (fallback.py)."""
+
+    def __init__(self, output: "OutputGraph"):
+        super().__init__()
+        self.output = output
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if torch.Tag.nondeterministic_seeded in func.tags:
+            self.output.draws_random = True
+        for written in self._written(func, args, kwargs):
+            if isinstance(written, torch.Tensor) and self.output.aliases_input(written):
+                self.output.mutates_inputs = True
+        return func(*args, **kwargs)
+
+    @staticmethod
+    def _written(func, args, kwargs) -> list:
+        schema = func._schema.arguments
+        values = list(args) + [kwargs.get(a.name) for a in schema[len(args):]]
+        written = [v for a, v in zip(schema, values) if a.alias_info is not None and a.alias_info.is_write]
+        if func._schema.name.split("::")[-1] in _BATCH_NORMS:
+            written += [v for a, v in zip(schema, values) if a.name in ("running_mean", "running_var")]
+        return [w for v in written for w in (v if isinstance(v, (list, tuple)) else [v])]
 
 
 def _contains_tensor(value: Any) -> bool:

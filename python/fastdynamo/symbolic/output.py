@@ -97,7 +97,7 @@ class OutputPlanBuilder:
             # CPython's list iterator does: islice skips what the trace consumed.
             return Call(Constant(itertools.islice),
                         [self.plan(value.sequence), Constant(value.index), Constant(None)])
-        if isinstance(value, IteratorVariable):
+        if isinstance(value, IteratorVariable) and value.live:
             rest = value.remaining()
             if isinstance(rest, range):
                 return Call(Constant(iter), [Constant(rest)])

@@ -20,7 +20,7 @@ from ..exc import unsupported
 from .base import CallableVariable, VariableTracker
 from .constant import ConstantVariable, wrap_constant_result
 from .containers import (BaseSequenceVariable, DictVariable, IteratorVariable, ListVariable,
-                         SetVariable, TupleVariable, dict_items, iterate)
+                         SetVariable, TupleVariable, dict_items, iterate, snapshot_iterator)
 
 # Builtins that are pure on constant arguments.
 PURE_BUILTINS = {abs, all, any, bin, bool, chr, divmod, float, format, hash, hex, int, len, max,
@@ -154,33 +154,34 @@ def _next(tx, iterator, *default):
 @handles(enumerate)
 def _enumerate(tx, iterable, start=None):
     first = start.as_python_constant() if start is not None else 0
-    return IteratorVariable([TupleVariable([ConstantVariable(first + i), item])
-                             for i, item in enumerate(iterable.unpack_var_sequence(tx))])
+    return snapshot_iterator([TupleVariable([ConstantVariable(first + i), item])
+                              for i, item in enumerate(iterable.unpack_var_sequence(tx))], [iterable])
 
 
 @handles(zip)
 def _zip(tx, *iterables, strict=None):
     columns = [it.unpack_var_sequence(tx) for it in iterables]
-    return IteratorVariable([TupleVariable(list(row)) for row in zip(*columns)])
+    return snapshot_iterator([TupleVariable(list(row)) for row in zip(*columns)], list(iterables))
 
 
 @handles(map)
 def _map(tx, fn, *iterables):
     columns = [it.unpack_var_sequence(tx) for it in iterables]
-    return IteratorVariable([fn.call_function(tx, list(row), {}) for row in zip(*columns)])
+    return snapshot_iterator([fn.call_function(tx, list(row), {}) for row in zip(*columns)],
+                             list(iterables))
 
 
 @handles(filter)
 def _filter(tx, fn, iterable):
     items = iterable.unpack_var_sequence(tx)
     if fn.is_python_constant() and fn.as_python_constant() is None:
-        return IteratorVariable([i for i in items if i.truth(tx)])
-    return IteratorVariable([i for i in items if fn.call_function(tx, [i], {}).truth(tx)])
+        return snapshot_iterator([i for i in items if i.truth(tx)], [iterable])
+    return snapshot_iterator([i for i in items if fn.call_function(tx, [i], {}).truth(tx)], [iterable])
 
 
 @handles(reversed)
 def _reversed(tx, value):
-    return IteratorVariable(list(reversed(value.unpack_var_sequence(tx))))
+    return snapshot_iterator(list(reversed(value.unpack_var_sequence(tx))), [value])
 
 
 @handles(sorted)

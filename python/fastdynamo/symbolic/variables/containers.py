@@ -205,12 +205,10 @@ class DictVariable(VariableTracker):
         self.items[index.as_python_constant()] = value
 
     def call_method(self, tx, name, args, kwargs) -> VariableTracker:
-        if name == "keys":
-            return TupleVariable([ConstantVariable(k) for k in self.items])
-        if name == "values":
-            return TupleVariable(list(self.items.values()))
-        if name == "items":
-            return TupleVariable([TupleVariable([ConstantVariable(k), v]) for k, v in self.items.items()])
+        if name in ("keys", "values", "items"):
+            view = TupleVariable(_dict_view(self, name))
+            view.view_of = self  # iterating it must stop at a change of the dict, as a view does
+            return view
         if name == "get":
             key = args[0].as_python_constant()
             default = args[1] if len(args) > 1 else ConstantVariable(None)
@@ -257,12 +255,26 @@ class DictVariable(VariableTracker):
         return f"DictVariable(keys={list(self.items)!r})"
 
 
+def _dict_view(d: "DictVariable", name: str) -> list[VariableTracker]:
+    if name == "keys":
+        return [ConstantVariable(k) for k in d.items]
+    if name == "values":
+        return list(d.items.values())
+    return [TupleVariable([ConstantVariable(k), v]) for k, v in d.items.items()]
+
+
 _DICT_MUTATORS = frozenset({"__setitem__", "__delitem__", "update", "pop", "setdefault", "clear"})
 
 
 def record_mutation(tx, container: VariableTracker) -> None:
     """``container`` is about to change in place: for one read from the frame, a side
-    effect (the caller's object gets its final items after the graph ran)."""
+    effect (the caller's object gets its final items after the graph ran).
+
+    An iterator made from a copy of its items (``enumerate``, ``zip``, a dict's keys)
+    would not see the change, as CPython's would: while one is in use, unsupported.
+    """
+    if any(not it.exhausted() for it in getattr(container, "snapshots", ())):
+        raise unsupported(f"changing {container.describe()} while iterating over it")
     if container.source is not None:
         from ..side_effects import where_of
 
@@ -334,6 +346,10 @@ class IteratorVariable(VariableTracker):
     """An iterator over items known at trace time (``iter(list)``, ``zip``, a
     generator expression run to completion)."""
 
+    # False for a copy of a list's or dict's items (snapshot_iterator): CPython's iterator
+    # would read the container live.
+    live = True
+
     def __init__(self, items):
         self.items = items if isinstance(items, ConstantRange) else list(items)
         self.index = 0
@@ -348,6 +364,9 @@ class IteratorVariable(VariableTracker):
         rest = list(self.items[self.index:])
         self.index = len(self.items)
         return rest
+
+    def exhausted(self) -> bool:
+        return self.index >= len(self.items)
 
     def remaining(self):
         """What is left to iterate: a ``range`` or a list of trackers."""
@@ -390,4 +409,19 @@ def iterate(tx, value: VariableTracker) -> IteratorVariable:
         return ListIteratorVariable(value)
     if value.is_python_constant() and type(value.as_python_constant()) is range:
         return IteratorVariable(ConstantRange(value.as_python_constant()))
-    return IteratorVariable(value.unpack_var_sequence(tx))
+    return snapshot_iterator(value.unpack_var_sequence(tx), [value])
+
+
+def snapshot_iterator(items: list, iterables: list) -> IteratorVariable:
+    """An iterator over ``items``, copied now from ``iterables``: each list or dict among
+    them (or behind a dict view) refuses changes while it is in use (record_mutation),
+    and the iterator is not rebuilt at a graph break (``live`` is False)."""
+    iterator = IteratorVariable(items)
+    for iterable in iterables:
+        container = getattr(iterable, "view_of", iterable)
+        if isinstance(container, (ListVariable, DictVariable)):
+            iterator.live = False
+            if not hasattr(container, "snapshots"):
+                container.snapshots = []
+            container.snapshots.append(iterator)
+    return iterator
