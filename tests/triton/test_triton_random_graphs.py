@@ -60,7 +60,9 @@ def _step(draw_op, values, shape):
         return a @ a.transpose(-1, -2) if a.dim() == 2 else a
     if kind == "broadcast":
         # a vector computed from the input y, broadcast along a's rows or columns
-        # (fusion inlines such values into their consumers)
+        # (fusion inlines such values into their consumers); a 0-dim value has neither
+        if not a.dim():
+            return a
         size = a.shape[-1] if rest[1] or a.dim() < 2 else a.shape[0]
         vector = UNARY[name](values[1].reshape(-1)[:size]) if 0 < size <= values[1].numel() else None
         if vector is None or vector.shape != (size,):

@@ -1,0 +1,91 @@
+"""Regressions found by the hypothesis suites (long profile), reduced to minimal programs.
+
+Each test is marked ``xfail(strict=True)`` while its bug is open: when the fix lands the
+test passes, strict xfail turns that into a failure, and the mark must be removed.
+
+1. ``torch.maximum(s, x)`` with ``s`` a 0-dim tensor (an input, or a reduction's result
+   in its own buffer) and ``x`` a block: the kernel loads ``s`` as a Triton scalar
+   (``tl.load(s + (0))``) and renders ``tl.where((s > x) | (s != s), s, x)``. In Triton's
+   interpreter (3.9) a comparison of two scalars yields a handle typed like its operands
+   (fp32), so when ``s != s`` is splatted against the block it becomes float32 zeros and
+   ``|`` raises ``TypeError: ufunc 'bitwise_or' not supported``. ``torch.minimum(s, x)``
+   fails the same way; with the block first (``torch.minimum(x, s)``) it works. Found by test_triton_random_graphs.py
+   (ops amax(x, 0), amax(., 0), maximum(., x.sum(0))).
+   Through ``fastdynamo.compile`` the wrong kernel is hidden: the graph raises, the frame
+   reruns as Python (fallback.py) and the result is right, on every call.
+"""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import fastdynamo
+from fastdynamo.backends.triton import compile_graph
+
+SCALAR_FIRST_MAXIMUM = "Triton interpreter: scalar comparison splatted as float32 in maximum(0-dim, block)"
+
+
+def max_scalar_first(s, x):
+    return torch.maximum(s, x)
+
+
+def max_of_reductions(x):
+    # amax(x, 0).amax(0) is a 0-dim buffer loaded as a scalar by the kernel that sums x
+    v = x.amax(0).amax(0)
+    return v, torch.maximum(v, x.sum(0))
+
+
+@pytest.mark.xfail(strict=True, reason=SCALAR_FIRST_MAXIMUM)
+@pytest.mark.parametrize("op", [torch.maximum, torch.minimum])
+@pytest.mark.parametrize("shape", [(5,), (3, 5)])
+def test_maximum_of_0dim_input_and_block(compare, op, shape):
+    s, x = torch.tensor(0.25), torch.randn(shape, generator=torch.Generator().manual_seed(0))
+    compare(lambda s, x: op(s, x), s, x)
+
+
+@pytest.mark.xfail(strict=True, reason=SCALAR_FIRST_MAXIMUM)
+def test_maximum_of_two_reductions(compare):
+    compare(max_of_reductions, torch.randn(3, 5, generator=torch.Generator().manual_seed(0)))
+
+
+def test_minimum_block_first_works(compare):
+    s, x = torch.tensor(0.25), torch.randn(3, 5, generator=torch.Generator().manual_seed(0))
+    compare(lambda s, x: torch.minimum(x, s), s, x)
+
+
+def _recording_triton(errors):
+    """The triton backend, recording what its compiled graphs raise (fastdynamo's rerun
+    fallback would otherwise swallow it)."""
+
+    def backend(gm, example_inputs):
+        compiled = compile_graph(gm, list(example_inputs))
+
+        def run(*args):
+            try:
+                return compiled(*args)
+            except Exception as error:
+                errors.append(error)
+                raise
+
+        return run
+
+    return backend
+
+
+@pytest.mark.xfail(strict=True, reason=SCALAR_FIRST_MAXIMUM)
+def test_maximum_of_0dim_input_through_compile():
+    s, x = torch.tensor(0.25), torch.randn(3, 5, generator=torch.Generator().manual_seed(0))
+    expected = max_scalar_first(s, x)
+    fastdynamo.reset()
+    try:
+        # the eager backend and the default one give eager's values...
+        torch.testing.assert_close(fastdynamo.compile(max_scalar_first, backend="eager")(s, x), expected)
+        fastdynamo.reset()
+        torch.testing.assert_close(fastdynamo.compile(max_scalar_first)(s, x), expected)
+        fastdynamo.reset()
+        # ...but the default backend's graph raised and the frame ran again as Python
+        errors = []
+        torch.testing.assert_close(fastdynamo.compile(max_scalar_first, backend=_recording_triton(errors))(s, x), expected)
+        assert errors == []
+    finally:
+        fastdynamo.reset()
