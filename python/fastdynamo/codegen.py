@@ -531,7 +531,8 @@ def effect_instructions(original: CodeType, effects: Sequence[Effect],
 def transformed_code(original: CodeType, *, compiled_fn_name: str,
                      graph_inputs: Sequence[Source], output: OutputPlan,
                      effects: Sequence[Effect] = (), lineno: int | None = None,
-                     fallback: CodeType | None = None, grad_mode: bool = True) -> CodeType:
+                     fallback: CodeType | None = None, grad_mode: bool = True,
+                     may_catch: bool = True) -> CodeType:
     """Code that calls ``compiled_fn_name(*graph_inputs)``, performs ``effects`` and
     returns ``output``.
 
@@ -555,7 +556,7 @@ def transformed_code(original: CodeType, *, compiled_fn_name: str,
         body.append(create_instruction("POP_TOP"))
     handler = [] if fallback is None else protect(
         list(body), original, fallback, lambda name: [create_instruction("LOAD_FAST", argval=name)],
-        grad_mode)
+        grad_mode, may_catch)
     body += effect_instructions(original, effects, then=[output])
     body.append(create_instruction("RETURN_VALUE"))
     body += handler

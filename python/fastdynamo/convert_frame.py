@@ -221,7 +221,8 @@ class ConvertFrame:
         new_code = transformed_code(code, compiled_fn_name=name, graph_inputs=result.graph_inputs,
                                     output=result.output_plan, effects=result.effects,
                                     fallback=_fallback_for(runtime, code, result),
-                                    grad_mode=torch.is_grad_enabled())
+                                    grad_mode=torch.is_grad_enabled(),
+                                    may_catch=result.traced_handlers)
         self.log_capture(code, result, new_code)
         if self.recorder is not None:
             self.recorder.captures.append(CaptureRecord(code, result, new_code))

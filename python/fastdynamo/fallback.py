@@ -19,8 +19,9 @@ True
 """
 from __future__ import annotations
 
+import warnings
 from types import CodeType
-from typing import Callable
+from typing import Any, Callable
 
 import torch
 
@@ -57,15 +58,14 @@ def make_function(code: CodeType) -> list[Instruction]:
             create_instruction("MAKE_FUNCTION", arg=0x08)]
 
 
-def _call_with_arguments(original: CodeType, fallback: CodeType,
-                         load: Callable[[str], list[Instruction]]) -> list[Instruction]:
-    """``fallback(*positional, *args, **keyword_only, **kwargs)`` from the frame's
-    parameters (``load(name)`` pushes one)."""
+def _arguments(original: CodeType, load: Callable[[str], list[Instruction]]) -> list[Instruction]:
+    """Push ``(positional..., *args)`` and ``{keyword_only..., **kwargs}`` built from the
+    frame's parameters (``load(name)`` pushes one)."""
     n_pos, n_kw = original.co_argcount, original.co_kwonlyargcount
     names = original.co_varnames
     varargs = names[n_pos + n_kw] if original.co_flags & 0x04 else None
     varkw = names[n_pos + n_kw + bool(varargs)] if original.co_flags & 0x08 else None
-    out = [create_push_null(), *make_function(fallback)]
+    out: list[Instruction] = []
     for name in names[:n_pos]:
         out += load(name)
     out.append(create_instruction("BUILD_LIST", arg=n_pos))
@@ -77,15 +77,41 @@ def _call_with_arguments(original: CodeType, fallback: CodeType,
     out.append(create_instruction("BUILD_MAP", arg=n_kw))
     if varkw:
         out += load(varkw) + [create_instruction("DICT_MERGE", arg=1)]
-    out.append(create_instruction("CALL_FUNCTION_EX", arg=1))
     return out
 
 
+def rerun(graph_error: Exception, function: Callable, args: tuple, kwargs: dict,
+          may_catch: bool) -> Any:
+    """What the handler calls: the frame, as Python. Its own error is the program's and
+    propagates (eager's). If it succeeds although nothing the graph traced could catch an
+    error (``may_catch``: no traced code had a ``try``/``with``), the graph's error was
+    the compiler's: raised when ``config.fallback_on_internal_error`` is off (the test
+    suite), else reported."""
+    result = function(*args, **kwargs)
+    from . import config, logs
+
+    if may_catch:
+        return result
+    if not config.fallback_on_internal_error:
+        raise graph_error
+    message = (f"fastdynamo: the compiled graph of {function.__qualname__} raised "
+               f"{type(graph_error).__name__}: {graph_error}; the frame ran as Python")
+    logs.emit("breaks", message)
+    warnings.warn(message, RuntimeWarning, stacklevel=2)
+    return result
+
+
+# Local of the transformed code holding the graph's error until rerun() gets it.
+GRAPH_ERROR_LOCAL = "___graph_error"
+
+
 def protect(graph_call: list[Instruction], original: CodeType, fallback: CodeType,
-            load: Callable[[str], list[Instruction]], grad_mode: bool) -> list[Instruction]:
+            load: Callable[[str], list[Instruction]], grad_mode: bool,
+            may_catch: bool = True) -> list[Instruction]:
     """Cover ``graph_call`` (run with an empty stack) with a handler that, for an
     ``Exception``, leaves the handler, restores ``grad_mode`` (the frame's, guarded; the
-    graph may have switched it) and returns ``fallback(<the frame's arguments>)``;
+    graph may have switched it) and returns ``rerun(error, fallback, <the frame's
+    arguments>)``;
     returns the handler's instructions, to be placed where nothing falls into them.
 
     The exception is dropped before the call (``POP_EXCEPT``), so the fallback's own
@@ -97,9 +123,14 @@ def protect(graph_call: list[Instruction], original: CodeType, fallback: CodeTyp
                create_instruction("RERAISE", arg=1)]
     call = [create_push_null(), create_load_const(torch._C._set_grad_enabled),
             create_load_const(grad_mode), *create_call(1), create_instruction("POP_TOP"),
-            *_call_with_arguments(original, fallback, load)]
+            create_push_null(), create_load_const(rerun),
+            create_instruction("LOAD_FAST", argval=GRAPH_ERROR_LOCAL),
+            create_instruction("DELETE_FAST", argval=GRAPH_ERROR_LOCAL),  # no frame cycle
+            *make_function(fallback), *_arguments(original, load), create_load_const(may_catch),
+            *create_call(5)]
     caught = [handler, create_load_const(Exception), create_instruction("CHECK_EXC_MATCH"),
-              create_jump(reraise, "POP_JUMP_IF_FALSE"), create_instruction("POP_TOP"),
+              create_jump(reraise, "POP_JUMP_IF_FALSE"),
+              create_instruction("STORE_FAST", argval=GRAPH_ERROR_LOCAL),
               create_instruction("POP_EXCEPT"), create_jump(call[0])]
     to_handler = ExceptionTableEntry(graph_call[0], graph_call[-1], handler, 0, False)
     for inst in graph_call:
@@ -110,4 +141,4 @@ def protect(graph_call: list[Instruction], original: CodeType, fallback: CodeTyp
     return caught + [reraise] + cleanup + call + [create_instruction("RETURN_VALUE")]
 
 
-__all__ = ["can_rerun", "fallback_code", "make_function", "protect"]
+__all__ = ["can_rerun", "fallback_code", "make_function", "protect", "rerun"]

@@ -259,7 +259,7 @@ class _Builder:
         return protect(call, self.code, fallback,
                        lambda name: [create_instruction("LOAD_DEREF" if name in cells else "LOAD_FAST",
                                                         argval=name)],
-                       self.tx.grad_mode_at_start)
+                       self.tx.grad_mode_at_start, self.tx.output.traced_handlers)
 
     def _graph_call(self, capture) -> list[Instruction]:
         body = [create_load_global(self.compiled_fn_name, push_null=True)]

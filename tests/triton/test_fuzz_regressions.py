@@ -1,7 +1,7 @@
 """Regressions found by the hypothesis suites (long profile), reduced to minimal programs.
 
-Each test is marked ``xfail(strict=True)`` while its bug is open: when the fix lands the
-test passes, strict xfail turns that into a failure, and the mark must be removed.
+Fixed: 0-dim values are now loaded as a block of one repeated element (render.py), as
+stores already were.
 
 1. ``torch.maximum(s, x)`` with ``s`` a 0-dim tensor (an input, or a reduction's result
    in its own buffer) and ``x`` a block: the kernel loads ``s`` as a Triton scalar
@@ -22,7 +22,6 @@ import torch
 import fastdynamo
 from fastdynamo.backends.triton import compile_graph
 
-SCALAR_FIRST_MAXIMUM = "Triton interpreter: scalar comparison splatted as float32 in maximum(0-dim, block)"
 
 
 def max_scalar_first(s, x):
@@ -35,7 +34,6 @@ def max_of_reductions(x):
     return v, torch.maximum(v, x.sum(0))
 
 
-@pytest.mark.xfail(strict=True, reason=SCALAR_FIRST_MAXIMUM)
 @pytest.mark.parametrize("op", [torch.maximum, torch.minimum])
 @pytest.mark.parametrize("shape", [(5,), (3, 5)])
 def test_maximum_of_0dim_input_and_block(compare, op, shape):
@@ -43,7 +41,6 @@ def test_maximum_of_0dim_input_and_block(compare, op, shape):
     compare(lambda s, x: op(s, x), s, x)
 
 
-@pytest.mark.xfail(strict=True, reason=SCALAR_FIRST_MAXIMUM)
 def test_maximum_of_two_reductions(compare):
     compare(max_of_reductions, torch.randn(3, 5, generator=torch.Generator().manual_seed(0)))
 
@@ -72,7 +69,6 @@ def _recording_triton(errors):
     return backend
 
 
-@pytest.mark.xfail(strict=True, reason=SCALAR_FIRST_MAXIMUM)
 def test_maximum_of_0dim_input_through_compile():
     s, x = torch.tensor(0.25), torch.randn(3, 5, generator=torch.Generator().manual_seed(0))
     expected = max_scalar_first(s, x)

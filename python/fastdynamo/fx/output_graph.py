@@ -64,6 +64,7 @@ class OutputGraph:
         self.steps = 0  # instructions run by every translator of this capture
         self.mutates_inputs = False  # an op writes to a graph input (or a view of one)
         self.draws_random = False  # an op consumes the random number generator
+        self.traced_handlers = False  # some traced code has try/with blocks (fallback.py)
 
     def count_step(self) -> None:
         """One more instruction traced; past ``config.max_trace_steps`` the trace gives up

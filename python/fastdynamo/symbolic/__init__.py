@@ -42,6 +42,7 @@ class CaptureResult:
     compiled_fn: Callable | None = None
     mutates_inputs: bool = False  # the graph writes to an input: it cannot run twice
     draws_random: bool = False  # the graph consumes random numbers: nor can it
+    traced_handlers: bool = True  # traced code had try/with blocks (could catch errors)
     # Set instead of the graph fields when translation stopped at ``stop_at_step``:
     # the translator, holding the stack and locals before that step, and its graph.
     stopped: InstructionTranslator | None = None
@@ -99,7 +100,8 @@ def translate(code: CodeType, localsplus: list, f_globals: dict, f_builtins: Any
                            example_inputs=output.example_inputs(), output_plan=plan,
                            effects=effects, guards=output.guards,
                            mutates_inputs=output.mutates_inputs,
-                           draws_random=output.draws_random)
+                           draws_random=output.draws_random,
+                           traced_handlers=output.traced_handlers)
     if backend is not None:
         result.compiled_fn = backend(graph_module, result.example_inputs)
     return result

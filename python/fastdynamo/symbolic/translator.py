@@ -53,6 +53,8 @@ class InstructionTranslator(LoadStoreOpcodes, StackOpcodes, OperatorOpcodes, Jum
         self.code = code
         self.name = name or code.co_name
         self.instructions, self.offset_to_index = _decoded(code)
+        if code.co_exceptiontable:
+            output.traced_handlers = True
         self.locals: dict[str, Any] = dict(f_locals)
         self.cells = dict(cells)
         self.f_globals = f_globals

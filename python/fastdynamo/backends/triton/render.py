@@ -169,7 +169,11 @@ class _KernelRenderer:
         self.use_param(load.buffer)
         mask = self.mask_for(indexing.free_vars(offset))
         mask_text = f", {mask}, other=0" if mask else ""
-        text = f"tl.load({load.buffer} + ({indexing.render(offset)}){mask_text})"
+        # A 0-d value is loaded as a block of the same element (as stores do): Triton's
+        # interpreter tags a comparison of two single values with their float type, and
+        # `|` on it then fails (maximum(s, x) with a 0-d s).
+        where = indexing.render(offset) if indexing.free_vars(offset) else "0 * xindex"
+        text = f"tl.load({load.buffer} + ({where}){mask_text})"
         raw = self.emit(scope, text, text, dtype)
         if compute_dtype(dtype) != dtype:
             return self.convert(scope, raw, compute_dtype(dtype))
