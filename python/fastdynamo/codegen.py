@@ -455,12 +455,6 @@ def load_source(source: Source, original: CodeType, cells_made: bool = False) ->
     return _Emitter(original, cells_made).source(source)
 
 
-def load_plan(plan: OutputPlan, original: CodeType) -> list[Instruction]:
-    """Instructions that push the value ``plan`` describes in a transformed version of
-    ``original`` (graph outputs are read from ``GRAPH_OUTPUTS_LOCAL``)."""
-    return _Emitter(original).plan(plan)
-
-
 def plan_nodes(node: OutputPlan | Effect) -> Iterator[OutputPlan | Effect]:
     """``node`` and every plan below it, depth first (not into constants or sources).
 

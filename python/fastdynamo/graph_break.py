@@ -32,11 +32,10 @@ from __future__ import annotations
 import copy
 import dis
 import itertools
-import types
 import weakref
 from dataclasses import dataclass, field
 from types import CodeType
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import torch
 
@@ -106,10 +105,6 @@ _PROLOGUE_END: "weakref.WeakKeyDictionary[CodeType, int]" = weakref.WeakKeyDicti
 _RESUME_CACHE: "weakref.WeakKeyDictionary[CodeType, dict]" = weakref.WeakKeyDictionary()
 
 
-def is_resume_code(code: CodeType) -> bool:
-    return code in _PROLOGUE_END
-
-
 # ---------------------------------------------------------------- entry point
 
 def split_frame(code: CodeType, frame: Any, backend: Callable, err: Unsupported,
@@ -137,7 +132,7 @@ def split_frame(code: CodeType, frame: Any, backend: Callable, err: Unsupported,
         raise unsupported("the second trace did not reach the graph break")
     if dis_insts[tx.index].offset != insts[region.start].offset:
         raise unsupported("the second trace stopped at a different instruction")
-    return _Builder(code, insts, region, tx, result, backend, compiled_fn_name, runtime).build()
+    return _Builder(code, insts, region, tx, backend, compiled_fn_name, runtime).build()
 
 
 def _choose_region(insts: list[Instruction], by_offset: dict[int, int], dis_insts: list,
@@ -185,13 +180,12 @@ class _Exit:
 
 class _Builder:
     def __init__(self, code: CodeType, insts: list[Instruction], region: _Region,
-                 tx: InstructionTranslator, result: Any, backend: Callable,
+                 tx: InstructionTranslator, backend: Callable,
                  compiled_fn_name: str, runtime: Any):
         self.code = code
         self.insts = insts
         self.region = region
         self.tx = tx
-        self.result = result
         self.backend = backend
         self.compiled_fn_name = compiled_fn_name
         self.runtime = runtime
@@ -658,4 +652,4 @@ def _make_resume_code(original: CodeType, target_offset: int, layout: _Layout) -
     return code
 
 
-__all__ = ["SplitFrame", "is_resume_code", "split_frame"]
+__all__ = ["SplitFrame", "split_frame"]

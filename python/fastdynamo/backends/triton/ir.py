@@ -23,7 +23,6 @@ from typing import Any, Iterator, Union
 import torch
 
 from . import indexing
-from .indexing import IndexExpr
 
 ValueExpr = Union["Load", "Constant", "Op", "IndexValue"]
 
