@@ -25,7 +25,7 @@ from . import config, logs
 from ._runtime import native
 from .backends.eager import GENERATED_FILENAME_PREFIX
 from .codegen import transformed_code
-from .fallback import can_rerun, fallback_code
+from .fallback import fallback_for
 from .graph_break import split_frame
 from .guards import compile_guards
 from .symbolic import CaptureResult, translate
@@ -45,11 +45,8 @@ _NOT_COMPILED_FLAGS = (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_
 _installed_fns: list[tuple[dict, str]] = []
 
 
-def _install_compiled_fn(f_globals: dict, compiled_fn: Any) -> str:
-    name = f"__compiled_fn_{next(_compiled_fn_counter)}"
-    f_globals[name] = compiled_fn
-    _installed_fns.append((f_globals, name))
-    return name
+def _compiled_fn_name() -> str:
+    return f"__compiled_fn_{next(_compiled_fn_counter)}"
 
 
 def forget_compiled_fns() -> None:
@@ -116,15 +113,6 @@ def _mark_skip_recursive(runtime: Any, compiled_fn: Any) -> None:
         code = getattr(getattr(type(compiled_fn), "__call__", None), "__code__", None)
     if code is not None:
         runtime.set_code_action(code, runtime.SKIP_RECURSIVE)
-
-
-def _fallback_for(runtime: Any, code: CodeType, capture: CaptureResult) -> CodeType | None:
-    """The copy of ``code`` to run as Python if the graph raises (fallback.py), if exact."""
-    if not can_rerun(capture.mutates_inputs, capture.draws_random):
-        return None
-    fallback = fallback_code(code)
-    runtime.set_code_action(fallback, runtime.SKIP)
-    return fallback
 
 
 def _unmodelled_torch_state() -> str | None:
@@ -216,17 +204,26 @@ class ConvertFrame:
         if result.op_count == 0 and not self.fullgraph:
             logs.emit("breaks", f"{code.co_qualname}: no tensor operations; runs as Python")
             return runtime.SKIP
-        _mark_skip_recursive(runtime, result.compiled_fn)
-        name = _install_compiled_fn(frame.f_globals, result.compiled_fn)
+        name = _compiled_fn_name()
         new_code = transformed_code(code, compiled_fn_name=name, graph_inputs=result.graph_inputs,
                                     output=result.output_plan, effects=result.effects,
-                                    fallback=_fallback_for(runtime, code, result),
+                                    fallback=fallback_for(runtime, code, result.mutates_inputs,
+                                                          result.draws_random),
                                     grad_mode=torch.is_grad_enabled(),
                                     may_catch=result.traced_handlers)
-        self.log_capture(code, result, new_code)
-        if self.recorder is not None:
-            self.recorder.captures.append(CaptureRecord(code, result, new_code))
+        self.install_capture(runtime, frame, name, result, new_code)
         return runtime.CacheEntry(compile_guards(result.guards), new_code)
+
+    def install_capture(self, runtime: Any, frame: Any, name: str, capture: CaptureResult,
+                        new_code: CodeType) -> None:
+        """Store the compiled graph where ``new_code`` loads it (the frame's globals, as
+        ``name``; ``reset`` removes it), and log and record the capture."""
+        _mark_skip_recursive(runtime, capture.compiled_fn)
+        frame.f_globals[name] = capture.compiled_fn
+        _installed_fns.append((frame.f_globals, name))
+        self.log_capture(frame.f_code, capture, new_code)
+        if self.recorder is not None:
+            self.recorder.captures.append(CaptureRecord(frame.f_code, capture, new_code))
 
     def compile_partial(self, runtime: Any, frame: Any, err: Unsupported) -> Any:
         """A graph break at ``err``: compile the frame up to it and resume after it
@@ -237,7 +234,7 @@ class ConvertFrame:
             raise FullGraphError(f"fullgraph=True: cannot capture {code.co_qualname}: {brk}")
         if self.recorder is not None:
             self.recorder.breaks.append(brk)
-        name = f"__compiled_fn_{next(_compiled_fn_counter)}"
+        name = _compiled_fn_name()
         try:
             split = split_frame(code, frame, self.backend, err, name, runtime)
         except Unsupported as why:
@@ -246,12 +243,7 @@ class ConvertFrame:
         logs.emit("breaks", f"graph break in {code.co_qualname}: {brk}")
         capture = split.capture
         if capture.compiled_fn is not None:
-            _mark_skip_recursive(runtime, capture.compiled_fn)
-            frame.f_globals[name] = capture.compiled_fn
-            _installed_fns.append((frame.f_globals, name))
-            self.log_capture(code, capture, split.transformed)
-            if self.recorder is not None:
-                self.recorder.captures.append(CaptureRecord(code, capture, split.transformed))
+            self.install_capture(runtime, frame, name, capture, split.transformed)
         elif logs.enabled("bytecode"):
             logs.emit("bytecode", f"bytecode for {code.co_qualname} (no graph before the break)",
                       logs.side_by_side(code, split.transformed))

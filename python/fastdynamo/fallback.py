@@ -42,6 +42,23 @@ def can_rerun(mutates_inputs: bool, draws_random: bool) -> bool:
     return not (mutates_inputs or draws_random)
 
 
+def fallback_for(runtime: Any, original: CodeType, mutates_inputs: bool,
+                 draws_random: bool) -> CodeType | None:
+    """The copy of ``original`` to run as Python when its graph raises, marked ``SKIP``
+    in the native runtime; None when running the frame again would not be exact."""
+    if not can_rerun(mutates_inputs, draws_random):
+        return None
+    fallback = fallback_code(original)
+    runtime.set_code_action(fallback, runtime.SKIP)
+    return fallback
+
+
+def set_grad_mode(mode: bool) -> list[Instruction]:
+    """``torch._C._set_grad_enabled(mode)`` as a statement."""
+    return [create_push_null(), create_load_const(torch._C._set_grad_enabled),
+            create_load_const(mode), *create_call(1), create_instruction("POP_TOP")]
+
+
 def fallback_code(original: CodeType) -> CodeType:
     """A copy of ``original`` with its own ``co_extra``: the hook's mark on it (SKIP)
     does not touch the original's cache."""
@@ -121,9 +138,7 @@ def protect(graph_call: list[Instruction], original: CodeType, fallback: CodeTyp
     reraise = create_instruction("RERAISE", arg=0)
     cleanup = [create_instruction("COPY", arg=3), create_instruction("POP_EXCEPT"),
                create_instruction("RERAISE", arg=1)]
-    call = [create_push_null(), create_load_const(torch._C._set_grad_enabled),
-            create_load_const(grad_mode), *create_call(1), create_instruction("POP_TOP"),
-            create_push_null(), create_load_const(rerun),
+    call = [*set_grad_mode(grad_mode), create_push_null(), create_load_const(rerun),
             create_instruction("LOAD_FAST", argval=GRAPH_ERROR_LOCAL),
             create_instruction("DELETE_FAST", argval=GRAPH_ERROR_LOCAL),  # no frame cycle
             *make_function(fallback), *_arguments(original, load), create_load_const(may_catch),
@@ -141,4 +156,5 @@ def protect(graph_call: list[Instruction], original: CodeType, fallback: CodeTyp
     return caught + [reraise] + cleanup + call + [create_instruction("RETURN_VALUE")]
 
 
-__all__ = ["can_rerun", "fallback_code", "make_function", "protect", "rerun"]
+__all__ = ["can_rerun", "fallback_code", "fallback_for", "make_function", "protect", "rerun",
+           "set_grad_mode"]

@@ -57,7 +57,7 @@ from .bytecode import (
 from .bytecode import version
 from .codegen import (GRAPH_OUTPUTS_LOCAL, effect_instructions, load_source,
                       parameter_names, prelude)
-from .fallback import can_rerun, fallback_code, make_function, protect
+from .fallback import fallback_for, make_function, protect, set_grad_mode
 from .sources import LocalSource
 from .symbolic import translate
 from .symbolic.exc import Unsupported, unsupported
@@ -78,7 +78,6 @@ class SplitFrame:
 
     capture: Any  # CaptureResult of the part before the break (graph may be empty)
     transformed: CodeType
-    resume_codes: list[CodeType] = field(default_factory=list)
 
 
 @dataclass
@@ -193,7 +192,6 @@ class _Builder:
         self.depths = stack_depths(insts)
         self.line = insts[region.start].lineno or code.co_firstlineno
         self.stack = list(tx.stack)
-        self.resume_codes: list[CodeType] = []
 
     # -- orchestration ------------------------------------------------------------
     def build(self) -> SplitFrame:
@@ -214,7 +212,7 @@ class _Builder:
         handler: list[Instruction] = []
         if capture.graph_module is not None:
             call = self._graph_call(capture)
-            handler = self._fallback_handler(call, capture)
+            handler = self._fallback_handler(call)
             body += call
         body += self._restore_state(effects, stack_plans, local_plans, cell_plans)
         body += region_code + stubs + handler
@@ -225,7 +223,7 @@ class _Builder:
             prelude(self.code) + body, self.code,
             co_varnames=parameter_names(self.code),
             co_flags=self.code.co_flags & ~version.GENERATOR_FLAGS)
-        return SplitFrame(capture, transformed, self.resume_codes)
+        return SplitFrame(capture, transformed)
 
     # -- the graph ----------------------------------------------------------------
     def _finish_graph(self, plans: OutputPlanBuilder):
@@ -243,17 +241,17 @@ class _Builder:
         capture.compiled_fn = self.backend(graph_module, capture.example_inputs)
         return capture
 
-    def _fallback_handler(self, call: list[Instruction], capture) -> list[Instruction]:
+    def _fallback_handler(self, call: list[Instruction]) -> list[Instruction]:
         """If the graph raises, the frame runs again as Python (fallback.py)."""
-        if not can_rerun(self.tx.output.mutates_inputs, self.tx.output.draws_random):
+        output = self.tx.output
+        fallback = fallback_for(self.runtime, self.code, output.mutates_inputs, output.draws_random)
+        if fallback is None:
             return []
-        fallback = fallback_code(self.code)
-        self.runtime.set_code_action(fallback, self.runtime.SKIP)
         cells = set(self.code.co_cellvars)
         return protect(call, self.code, fallback,
                        lambda name: [create_instruction("LOAD_DEREF" if name in cells else "LOAD_FAST",
                                                         argval=name)],
-                       self.tx.grad_mode_at_start, self.tx.output.traced_handlers)
+                       self.tx.grad_mode_at_start, output.traced_handlers)
 
     def _graph_call(self, capture) -> list[Instruction]:
         body = [create_load_global(self.compiled_fn_name, push_null=True)]
@@ -332,7 +330,7 @@ class _Builder:
         mode = self.tx.grad_mode_at_stop
         if any(isinstance(p, GradModeExitVariable) for p in stack_plans) or \
                 mode != self.tx.grad_mode_at_start:
-            out += _set_grad_mode(mode)
+            out += set_grad_mode(mode)
         return out
 
     # -- the native region and its exits -----------------------------------------
@@ -457,7 +455,6 @@ class _Builder:
         out += [create_instruction("LOAD_FAST", argval=name) for name in params]
         out += create_call(len(params))
         out.append(create_instruction("RETURN_VALUE"))
-        ex.stub.opname, ex.stub.opcode = "NOP", version.OPMAP["NOP"]
         return [ex.stub] + out
 
     def _layout(self, ex: _Exit) -> "_Layout":
@@ -511,7 +508,6 @@ class _Builder:
             code = cache[key] = _make_resume_code(self.code, ex.target.offset, layout)
         if ex.handler is not None:
             self.runtime.set_code_action(code, self.runtime.SKIP)  # exception paths run as Python
-        self.resume_codes.append(code)
         return code
 
 
@@ -568,17 +564,12 @@ def _pop_null() -> list[Instruction]:
     return [create_load_const(tuple), *create_call(0), create_instruction("POP_TOP")]
 
 
-def _set_grad_mode(mode: bool) -> list[Instruction]:
-    return [create_push_null(), create_load_const(torch._C._set_grad_enabled),
-            create_load_const(mode), *create_call(1), create_instruction("POP_TOP")]
-
-
 def _reenter_grad_mode(exit_var: GradModeExitVariable) -> list[Instruction]:
     """Enter a real grad-mode context as the traced ``with`` did: restore the mode it
     saw at entry, then ``BEFORE_WITH`` leaves the real ``__exit__`` on the stack."""
     ctx = exit_var.ctx
     factory = torch.enable_grad if ctx.target else torch.no_grad
-    return [*_set_grad_mode(bool(ctx.prior)), create_push_null(), create_load_const(factory),
+    return [*set_grad_mode(bool(ctx.prior)), create_push_null(), create_load_const(factory),
             *create_call(0), create_instruction("BEFORE_WITH"), create_instruction("POP_TOP")]
 
 

@@ -141,8 +141,6 @@ class OutputGraph:
         node.meta["example_value"] = node.meta["val"] = result
         if self._mutates_first_arg(kind, target, fake_kwargs):
             node.meta["inplace"] = True
-            if isinstance(fake_args[0], torch.Tensor) and self.aliases_input(fake_args[0]):
-                self.mutates_inputs = True
             if self.is_input(args[0]) and result is fake_args[0]:
                 # ``x.add_(1)`` / ``x += 1`` on an input is the input itself: later uses
                 # read the placeholder (mutated when this node runs) and returning it
