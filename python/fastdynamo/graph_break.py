@@ -31,8 +31,6 @@ from __future__ import annotations
 
 import copy
 import dis
-import itertools
-import weakref
 from dataclasses import dataclass, field
 from types import CodeType
 from typing import Any, Callable
@@ -43,13 +41,14 @@ from .bytecode import (
     ExceptionTableEntry,
     Instruction,
     assemble,
+    bound_after,
     create_call,
     create_instruction,
     create_jump,
-    create_load_attr,
     create_load_const,
     create_load_global,
     create_push_null,
+    definitely_bound,
     instructions_from_code,
     live_locals,
     stack_depths,
@@ -58,6 +57,7 @@ from .bytecode import version
 from .codegen import (GRAPH_OUTPUTS_LOCAL, effect_instructions, load_source,
                       parameter_names, prelude)
 from .fallback import fallback_for, make_function, protect, set_grad_mode
+from .resume import ResumeLayout, in_prologue, resume_code, stack_argument
 from .sources import LocalSource
 from .symbolic import translate
 from .symbolic.exc import Unsupported, unsupported
@@ -67,9 +67,6 @@ from .symbolic.variables.base import NULL, MethodCallVariable, VariableTracker
 from .symbolic.variables.containers import IteratorVariable
 from .symbolic.variables.tensor import TensorMethodVariable
 from .symbolic.variables.torch_functions import GradModeExitVariable
-
-_STACK_PREFIX = "___stack"
-_resume_counter = itertools.count()
 
 
 @dataclass
@@ -91,17 +88,9 @@ class _Region:
     is_loop: bool
 
 
-# ---------------------------------------------------------------- resume metadata
-
 # Calls that see a frame's locals by name: such a frame is not split.
 _READS_LOCALS_BY_NAME = frozenset({"locals", "vars", "dir", "eval", "exec", "_getframe",
                                    "currentframe", "stack", "getframeinfo"})
-# Resume code -> index (in dis instructions) of the first original instruction: a break
-# before it (while its prologue pushes the stack) makes no progress.
-_PROLOGUE_END: "weakref.WeakKeyDictionary[CodeType, int]" = weakref.WeakKeyDictionary()
-# Original code -> (exit key -> resume code), so recompiling a frame reuses its resume
-# functions (and their cache entries).
-_RESUME_CACHE: "weakref.WeakKeyDictionary[CodeType, dict]" = weakref.WeakKeyDictionary()
 
 
 # ---------------------------------------------------------------- entry point
@@ -112,7 +101,7 @@ def split_frame(code: CodeType, frame: Any, backend: Callable, err: Unsupported,
     frame cannot be split (it then runs as Python)."""
     if err.root_index is None:
         raise unsupported("the break is not at an instruction of the frame")
-    if _PROLOGUE_END.get(code, -1) > err.root_index:
+    if in_prologue(code, err.root_index):
         raise unsupported("graph break while entering a resume function")
     introspective = _READS_LOCALS_BY_NAME & set(code.co_names)
     if introspective:
@@ -340,8 +329,8 @@ class _Builder:
         copies = {id(inst): copy.copy(inst) for inst in originals}
         exits: dict[tuple, _Exit] = {}
         entries: dict[int, ExceptionTableEntry] = {}
-        bound_in, bound_loop = _definitely_bound(self.insts, region.start, region.end,
-                                                 frozenset(self.tx.locals))
+        bound_in, bound_loop = definitely_bound(self.insts, region.start, region.end,
+                                                frozenset(self.tx.locals))
 
         def exit_to(source: int, target: Instruction, depth: int, bound: frozenset) -> Instruction:
             key = ("jump", id(target), depth)
@@ -352,7 +341,7 @@ class _Builder:
 
         for i, inst in enumerate(originals, region.start):
             new = copies[id(inst)]
-            after = _transfer(bound_in[i], inst) if i in bound_in else frozenset()
+            after = bound_after(bound_in[i], inst) if i in bound_in else frozenset()
             if inst.is_jump and inst.target is not None:
                 if id(inst.target) in copies:
                     new.target = copies[id(inst.target)]
@@ -374,7 +363,7 @@ class _Builder:
         last = originals[-1]
         if last.opname not in version.TERMINATOR_OPNAMES:
             following = self.insts[region.end + 1]
-            bound = _transfer(bound_in.get(region.end, frozenset()), last)
+            bound = bound_after(bound_in.get(region.end, frozenset()), last)
             code.append(create_jump(exit_to(region.end, following,
                                             self._depth_after(last, jump=False), bound)))
         return code, list(exits.values())
@@ -449,7 +438,7 @@ class _Builder:
             elif position in derived:
                 out.append(create_instruction("POP_TOP"))  # the prologue rebuilds it
             else:
-                out.append(create_instruction("STORE_FAST", argval=f"{_STACK_PREFIX}{position}"))
+                out.append(create_instruction("STORE_FAST", argval=stack_argument(position)))
         params = layout.params()
         out += [create_push_null(), *make_function(resume)]
         out += [create_instruction("LOAD_FAST", argval=name) for name in params]
@@ -457,7 +446,7 @@ class _Builder:
         out.append(create_instruction("RETURN_VALUE"))
         return [ex.stub] + out
 
-    def _layout(self, ex: _Exit) -> "_Layout":
+    def _layout(self, ex: _Exit) -> ResumeLayout:
         names = self._exit_locals(ex)
         first = None
         if "__class__" in self.code.co_freevars and self.code.co_argcount:
@@ -467,7 +456,7 @@ class _Builder:
                 raise unsupported("super() after a graph break with its first argument in a cell")
             if first not in names:
                 names.insert(0, first)
-        return _Layout(ex.depth, ex.nulls, self._derived(ex, names), tuple(names), first)
+        return ResumeLayout(ex.depth, ex.nulls, self._derived(ex, names), tuple(names), first)
 
     def _derived(self, ex: _Exit, names: list[str]) -> tuple[tuple[int, str, str], ...]:
         """Bound methods on the stack whose object a passed local holds: the prologue
@@ -500,61 +489,11 @@ class _Builder:
         names = self.code.co_varnames
         return names.index(name) if name in names else len(names)
 
-    def _resume_code(self, ex: _Exit, layout: "_Layout") -> CodeType:
-        key = (ex.target.offset, layout)
-        cache = _RESUME_CACHE.setdefault(self.code, {})
-        code = cache.get(key)
-        if code is None:
-            code = cache[key] = _make_resume_code(self.code, ex.target.offset, layout)
+    def _resume_code(self, ex: _Exit, layout: ResumeLayout) -> CodeType:
+        code = resume_code(self.code, ex.target.offset, layout)
         if ex.handler is not None:
             self.runtime.set_code_action(code, self.runtime.SKIP)  # exception paths run as Python
         return code
-
-
-# ---------------------------------------------------------------- definite assignment
-
-def _transfer(bound: frozenset, inst: Instruction) -> frozenset:
-    if inst.opname == "STORE_FAST":
-        return bound | {inst.argval}
-    if inst.opname == "DELETE_FAST":
-        return bound - {inst.argval}
-    return bound
-
-
-def _definitely_bound(insts: list[Instruction], start: int, end: int,
-                      entry: frozenset) -> tuple[dict[int, frozenset], frozenset]:
-    """Locals bound on every path to each instruction of ``start..end`` (entered at
-    ``start`` with ``entry`` bound), and on every path that comes back to ``start``
-    from inside the region (a loop's later iterations)."""
-    index = {id(inst): i for i, inst in enumerate(insts)}
-    bound_in: dict[int, frozenset] = {start: entry}
-    loop: frozenset | None = None
-    changed = True
-    while changed:
-        changed = False
-        for i in range(start, end + 1):
-            if i not in bound_in:
-                continue
-            inst = insts[i]
-            after = _transfer(bound_in[i], inst)
-            edges = []
-            if inst.opname not in version.TERMINATOR_OPNAMES and i < end:
-                edges.append((i + 1, after))
-            if inst.is_jump and inst.target is not None:
-                edges.append((index[id(inst.target)], after))
-            if inst.exn_tab_entry is not None:
-                edges.append((index[id(inst.exn_tab_entry.target)], bound_in[i]))
-            for succ, state in edges:
-                if not start <= succ <= end:
-                    continue
-                if succ == start:
-                    loop = state if loop is None else loop & state
-                    state = entry & loop
-                new = state if succ not in bound_in else bound_in[succ] & state
-                if new != bound_in.get(succ):
-                    bound_in[succ] = new
-                    changed = True
-    return bound_in, loop if loop is not None else entry
 
 
 # ---------------------------------------------------------------- small sequences
@@ -571,76 +510,6 @@ def _reenter_grad_mode(exit_var: GradModeExitVariable) -> list[Instruction]:
     factory = torch.enable_grad if ctx.target else torch.no_grad
     return [*set_grad_mode(bool(ctx.prior)), create_push_null(), create_load_const(factory),
             *create_call(0), create_instruction("BEFORE_WITH"), create_instruction("POP_TOP")]
-
-
-# ---------------------------------------------------------------- resume functions
-
-@dataclass(frozen=True)
-class _Layout:
-    """How one exit hands its stack and locals to a resume function."""
-
-    depth: int
-    nulls: frozenset[int]
-    derived: tuple[tuple[int, str, str], ...]  # (position, local, attribute): local.attribute
-    locals: tuple[str, ...]
-    first: str | None  # the original's first argument, kept first (zero-argument super())
-
-    def stack_args(self) -> list[str]:
-        derived = {position for position, _, _ in self.derived}
-        return [f"{_STACK_PREFIX}{i}" for i in range(self.depth)
-                if i not in self.nulls and i not in derived]
-
-    def params(self) -> list[str]:
-        rest = self.stack_args() + [n for n in self.locals if n != self.first]
-        return ([self.first] if self.first else []) + rest
-
-    def prologue(self) -> list[Instruction]:
-        """Push the stack back: NULLs, rebuilt bound methods, stack arguments."""
-        derived = {position: (local, attr) for position, local, attr in self.derived}
-        out: list[Instruction] = []
-        for i in range(self.depth):
-            if i in self.nulls:
-                out.append(create_push_null())
-            elif i in derived:
-                local, attr = derived[i]
-                out += [create_instruction("LOAD_FAST", argval=local), create_load_attr(attr)]
-            else:
-                out.append(create_instruction("LOAD_FAST", argval=f"{_STACK_PREFIX}{i}"))
-        return out
-
-
-def _make_resume_code(original: CodeType, target_offset: int, layout: _Layout) -> CodeType:
-    """``original`` entered at ``target_offset`` with the stack and locals ``layout``
-    describes as its arguments."""
-    insts = instructions_from_code(original)
-    body_start = next(i + 1 for i, inst in enumerate(insts) if inst.opname == "RESUME")
-    body = insts[body_start:]
-    target = next(inst for inst in body if inst.offset == target_offset)
-    params = layout.params()
-    entry = layout.prologue()
-    entry.append(create_jump(target))
-    line = target.lineno or original.co_firstlineno
-    for inst in entry:
-        inst.positions = dis.Positions(line, line, None, None)
-    # The original's cell variables are free variables here: the resume function gets the
-    # transformed frame's cells through its closure.
-    freevars = original.co_freevars + original.co_cellvars
-    head = [create_instruction("COPY_FREE_VARS", arg=len(freevars))] if freevars else []
-    head.append(create_instruction("RESUME", arg=0))
-    for inst in head:
-        inst.positions = dis.Positions(None, None, None, None)
-    others = [n for n in original.co_varnames if n not in params and n not in freevars]
-    name = f"{original.co_name}_resume_at_line_{line}_{next(_resume_counter)}"
-    code = assemble(
-        head + entry + body, original,
-        co_argcount=len(params), co_posonlyargcount=0, co_kwonlyargcount=0,
-        co_varnames=tuple(params + others), co_cellvars=(), co_freevars=freevars,
-        co_flags=original.co_flags & ~(version.GENERATOR_FLAGS | 0x04 | 0x08),
-        co_name=name, co_qualname=f"{original.co_qualname}.<resume at line {line}>")
-    # In dis instructions (what the translator indexes): up to the prologue's jump.
-    _PROLOGUE_END[code] = next(i for i, inst in enumerate(dis.get_instructions(code))
-                               if inst.opname == "JUMP_FORWARD") + 1
-    return code
 
 
 __all__ = ["SplitFrame", "split_frame"]

@@ -13,6 +13,7 @@ MODULES = [
     "fastdynamo.symbolic.variables.tensor", "fastdynamo.symbolic.variables.nn_module",
     "fastdynamo.fx.output_graph", "fastdynamo.fx.passes", "fastdynamo.backends.eager",
     "fastdynamo.logs", "fastdynamo.config", "fastdynamo.api", "fastdynamo.explain",
+    "fastdynamo.resume", "fastdynamo.fallback",
 ]
 
 
