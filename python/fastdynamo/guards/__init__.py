@@ -51,15 +51,18 @@ class Guard:
             tensor, sizes, strides = args
             return (f"tensor {name}: {_qualname(type(tensor))} {tensor.dtype} {tensor.device} "
                     f"requires_grad={tensor.requires_grad} size={_dims(sizes)} stride={_dims(strides)}")
-        if kind == "grad_mode":
-            return f"torch.is_grad_enabled() == {args[0]}"
-        if kind == "default_dtype":
-            return f"torch.get_default_dtype() == {args[0]}"
-        if kind == "autocast":
-            return f"torch._C._is_any_autocast_enabled() == {args[0]}"
-        if kind == "inference_mode":
-            return f"torch.is_inference_mode_enabled() == {args[0]}"
+        if kind in _STATE_READERS:
+            return f"{_STATE_READERS[kind]} == {args[0]}"
         return f"{name}: {self.check!r}"
+
+
+# How each torch-state check reads the state (the native GuardSet calls the same).
+_STATE_READERS = {
+    "grad_mode": "torch.is_grad_enabled()",
+    "default_dtype": "torch.get_default_dtype()",
+    "autocast": "torch._C._is_any_autocast_enabled()",
+    "inference_mode": "torch.is_inference_mode_enabled()",
+}
 
 
 def type_is(cls: type) -> tuple:
