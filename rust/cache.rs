@@ -1,6 +1,7 @@
 //! Per-code state (action, MRU cache entries, limit bookkeeping) and the entries
 //! themselves: a guard set, a transformed code object and counters.
 
+use crate::dispatch::DirectCall;
 use crate::ffi::code_extra;
 use crate::ffi::object::{vectorcall, vectorcall_arguments};
 use crate::ffi::GilCell;
@@ -200,16 +201,21 @@ pub struct CacheEntry {
     code: Py<PyAny>,
     signature: Signature,
     function: GilCell<Option<FunctionCache>>,
+    /// The compiled graph called without the transformed code (`rust/dispatch`), when the
+    /// frame's result is the graph's output.
+    direct: Option<Py<DirectCall>>,
     hits: AtomicU64,
     misses: AtomicU64,
 }
 
 #[pymethods]
 impl CacheEntry {
-    /// `CacheEntry(guards, code)`: `code` is run, as a function with the frame's globals
-    /// and closure, with the frame's arguments, whenever `guards` pass.
+    /// `CacheEntry(guards, code, direct=None)`: `code` is run, as a function with the
+    /// frame's globals and closure, with the frame's arguments, whenever `guards` pass;
+    /// a dispatcher calls `direct` instead when given.
     #[new]
-    fn py_new(py: Python<'_>, guards: Py<GuardSet>, code: Bound<'_, PyAny>) -> PyResult<Self> {
+    #[pyo3(signature = (guards, code, direct=None))]
+    fn py_new(py: Python<'_>, guards: Py<GuardSet>, code: Bound<'_, PyAny>, direct: Option<Py<DirectCall>>) -> PyResult<Self> {
         if !code.is_instance(&py.import("types")?.getattr("CodeType")?)? {
             return Err(pyo3::exceptions::PyTypeError::new_err(format!(
                 "CacheEntry code must be a code object, not {}",
@@ -229,6 +235,7 @@ impl CacheEntry {
             code: code.unbind(),
             signature: Signature { parameters, keyword_names },
             function: GilCell::new(None),
+            direct,
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
         })
@@ -242,6 +249,12 @@ impl CacheEntry {
     #[getter]
     fn code(&self, py: Python<'_>) -> Py<PyAny> {
         self.code.clone_ref(py)
+    }
+
+    /// The direct call of the compiled graph, or None.
+    #[getter]
+    fn direct(&self, py: Python<'_>) -> Option<Py<DirectCall>> {
+        self.direct.as_ref().map(|d| d.clone_ref(py))
     }
 
     /// Calls that ran this entry.
@@ -265,6 +278,10 @@ impl CacheEntry {
 impl CacheEntry {
     pub fn guard_set<'py>(&self, py: Python<'py>) -> &Bound<'py, GuardSet> {
         self.guards.bind(py)
+    }
+
+    pub fn direct_call<'py>(&self, py: Python<'py>) -> Option<&Bound<'py, DirectCall>> {
+        self.direct.as_ref().map(|d| d.bind(py))
     }
 
     /// Relaxed load-then-store: counters are only touched with the GIL held.

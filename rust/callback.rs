@@ -74,6 +74,11 @@ impl Drop for Suspended {
     }
 }
 
+/// Whether the runtime is inside its own Python on this thread (frames not intercepted).
+pub fn suspended() -> bool {
+    FAST_STATE.with(Cell::get) >= SUSPEND_STEP
+}
+
 pub fn suspend() -> Suspended {
     FAST_STATE.with(|s| s.set(s.get() + SUSPEND_STEP));
     Suspended(())

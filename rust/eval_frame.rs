@@ -76,7 +76,7 @@ pub fn decide<'py>(frame: FrameRef<'py>, pending: Pending<'py>) -> Decision<'py>
 }
 
 /// Finds the first entry whose guards pass, in MRU order, and moves it to the front.
-fn lookup<'py>(state: &CodeState, input: &GuardInput<'_, 'py>) -> Option<Bound<'py, CacheEntry>> {
+pub(crate) fn lookup<'py>(state: &CodeState, input: &GuardInput<'_, 'py>) -> Option<Bound<'py, CacheEntry>> {
     let py = input.py();
     let _suspended = callback::suspend();
     let mut index = 0;

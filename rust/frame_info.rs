@@ -13,6 +13,8 @@ const CO_VARKEYWORDS: usize = 0x08;
 enum Locals<'a, 'py> {
     Frame(FrameRef<'py>),
     List(Borrowed<'a, 'py, PyList>),
+    /// Argument slots bound by a dispatcher, before any frame exists.
+    Arguments(Arguments<'a>),
 }
 
 /// The values guards read: locals by index, globals, builtins, the closure.
@@ -47,6 +49,18 @@ impl<'a, 'py> GuardInput<'a, 'py> {
         }
     }
 
+    /// A call's arguments bound to the code's argument slots (`rust/dispatch`), with the
+    /// function's globals, builtins and closure: what the frame would hold at its start.
+    pub fn from_arguments(
+        py: Python<'py>,
+        slots: Arguments<'a>,
+        globals: Borrowed<'a, 'py, PyAny>,
+        builtins: Borrowed<'a, 'py, PyAny>,
+        closure: Option<Borrowed<'a, 'py, PyTuple>>,
+    ) -> GuardInput<'a, 'py> {
+        GuardInput { py, locals: Locals::Arguments(slots), globals, builtins, closure }
+    }
+
     pub fn py(&self) -> Python<'py> {
         self.py
     }
@@ -62,14 +76,16 @@ impl<'a, 'py> GuardInput<'a, 'py> {
                 // while guards run.
                 unsafe { Borrowed::from_ptr(self.py, ptr) }
             }),
+            Locals::Arguments(slots) => slots.get(self.py, index),
         }
     }
 
-    /// The frame's argument slots in place (live frames only).
-    pub fn frame_arguments(&self, count: usize) -> Option<Arguments<'py>> {
+    /// The frame's argument slots in place (live frames and bound arguments).
+    pub fn frame_arguments(&self, count: usize) -> Option<Arguments<'_>> {
         match &self.locals {
             Locals::Frame(frame) => frame.arguments(count),
             Locals::List(_) => None,
+            Locals::Arguments(slots) => (count <= slots.len()).then(|| slots.prefix(count)),
         }
     }
 

@@ -4,6 +4,7 @@
 
 pub mod cache;
 pub mod callback;
+pub mod dispatch;
 pub mod errors;
 pub mod eval_frame;
 pub mod ffi;

@@ -24,6 +24,8 @@ __all__ = [
     "_set_passthrough_evaluator",
     "_passthrough_frames",
     "CacheEntry",
+    "DirectCall",
+    "Dispatcher",
     "Frame",
     "GuardSet",
     "tensor_layout",
@@ -110,11 +112,15 @@ class CacheEntry:
     Constructing one marks ``code`` SKIP (and keeps it SKIP across ``reset()``).
     """
 
-    def __new__(cls, guards: GuardSet, code: CodeType) -> CacheEntry: ...
+    def __new__(cls, guards: GuardSet, code: CodeType, direct: DirectCall | None = None) -> CacheEntry: ...
     @property
     def guards(self) -> GuardSet: ...
     @property
     def code(self) -> CodeType: ...
+    @property
+    def direct(self) -> DirectCall | None:
+        """The compiled graph a dispatcher calls instead of ``code``, or None."""
+
     @property
     def hits(self) -> int:
         """Calls that ran this entry."""
@@ -122,6 +128,59 @@ class CacheEntry:
     @property
     def misses(self) -> int:
         """Lookups in which this entry's guards failed."""
+
+@final
+class DirectCall:
+    """A compiled graph and how a dispatcher calls it from a call's bound arguments.
+
+    ``inputs`` are source specs (as guards take them), ``output`` an index into the
+    graph's result or a tuple of indices; ``fallback`` says whether the transformed code
+    reruns the frame as Python when the graph raises (in ``grad_mode``).
+    """
+
+    def __new__(
+        cls,
+        graph: Callable[..., Any],
+        inputs: Iterable[_Source],
+        output: int | tuple[int, ...],
+        fallback: bool,
+        grad_mode: bool,
+    ) -> DirectCall: ...
+    @property
+    def graph(self) -> Callable[..., Any]: ...
+    @property
+    def hits(self) -> int:
+        """Calls served by calling the graph directly."""
+
+    @property
+    def fallback(self) -> bool: ...
+
+@final
+class Dispatcher:
+    """What ``fastdynamo.compile`` returns: a vectorcall callable that checks the cache
+    entries against the call's arguments and calls an entry's graph directly on a hit.
+    Binds like a function; ``functools.update_wrapper`` fills its ``__dict__``."""
+
+    @staticmethod
+    def over_function(function: FunctionType, callback: _Callback) -> Dispatcher: ...
+    @staticmethod
+    def over_module(module: torch.nn.Module, callback: _Callback) -> Dispatcher: ...
+    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+    def __get__(self, instance: object, owner: type | None = None, /) -> Any: ...
+    @property
+    def direct_calls(self) -> int:
+        """Calls that called an entry's compiled graph directly."""
+
+    @property
+    def code_calls(self) -> int:
+        """Calls that ran an entry's transformed code."""
+
+    @property
+    def frame_calls(self) -> int:
+        """Calls that went through the frame hook (compiling on a miss)."""
+
+    @property
+    def target(self) -> FunctionType | torch.nn.Module: ...
 
 @final
 class Frame:

@@ -10,6 +10,7 @@ True
 from __future__ import annotations
 
 import functools
+import types
 from typing import Any, Callable
 
 import torch
@@ -37,6 +38,9 @@ class _CompiledRegion:
         finally:
             runtime.set_callback(prior)
 
+    def run_with(self, fn: Callable, *args: Any, **kwargs: Any) -> Any:
+        return self.run(fn, args, kwargs)
+
 
 def _make_callback(backend: str | Backend, fullgraph: bool, entry_codes: set, recorder=None):
     from . import config
@@ -48,6 +52,19 @@ def _make_callback(backend: str | Backend, fullgraph: bool, entry_codes: set, re
         pass  # calling the compiled function reports the missing runtime
     return ConvertFrame(lookup_backend(backend), fullgraph=fullgraph, entry_codes=entry_codes,
                         recorder=recorder)
+
+
+def _dispatcher(target: Any, callback: Any, module: bool) -> Any:
+    """The native dispatcher over a function or module (``rust/dispatch``): cache hits
+    checked against the call's arguments, the compiled graph called without the frame
+    when the entry allows it; None when the native runtime is missing (calls then report
+    it)."""
+    try:
+        runtime = native()
+    except ImportError:
+        return None
+    make = runtime.Dispatcher.over_module if module else runtime.Dispatcher.over_function
+    return make(target, callback)
 
 
 def compile(fn_or_module: Any = None, *, backend: str | Backend = DEFAULT_BACKEND, fullgraph: bool = False,
@@ -79,8 +96,15 @@ def compile(fn_or_module: Any = None, *, backend: str | Backend = DEFAULT_BACKEN
         raise TypeError(f"fastdynamo.compile expects a function or an nn.Module, got "
                         f"{type(fn_or_module).__name__}")
     entry = _entry_code(fn_or_module)
-    region = _CompiledRegion(_make_callback(backend, fullgraph, {entry} if entry else set(), _recorder))
+    callback = _make_callback(backend, fullgraph, {entry} if entry else set(), _recorder)
     fn = fn_or_module
+    if isinstance(fn, types.FunctionType):
+        dispatcher = _dispatcher(fn, callback, module=False)
+        if dispatcher is not None:
+            functools.update_wrapper(dispatcher, fn)
+            dispatcher._fastdynamo_original = fn
+            return dispatcher
+    region = _CompiledRegion(callback)
 
     @functools.wraps(fn)
     def compiled(*args, **kwargs):
@@ -110,14 +134,20 @@ class OptimizedModule(torch.nn.Module):
         # Not registered as a submodule: state_dict keys must not gain a prefix.
         object.__setattr__(self, "_orig_mod", module)
         forward = type(module).forward
-        object.__setattr__(self, "_region", _CompiledRegion(
-            _make_callback(backend, fullgraph, {forward.__code__}, recorder)))
+        callback = _make_callback(backend, fullgraph, {forward.__code__}, recorder)
+        region = _CompiledRegion(callback)
+        # Calls go through the native dispatcher (its class's forward called directly when
+        # the module has no hooks); without the native runtime, through the region.
+        dispatch = _dispatcher(module, callback, module=True) or functools.partial(
+            region.run_with, module)
+        object.__setattr__(self, "_region", region)
+        object.__setattr__(self, "_dispatch", dispatch)
 
     def __call__(self, *args, **kwargs):
-        return self._region.run(self._orig_mod, args, kwargs)
+        return self._dispatch(*args, **kwargs)
 
     def forward(self, *args, **kwargs):
-        return self._region.run(self._orig_mod, args, kwargs)
+        return self._dispatch(*args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(object.__getattribute__(self, "_orig_mod"), name)

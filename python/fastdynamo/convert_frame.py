@@ -25,6 +25,7 @@ from . import config, logs
 from ._runtime import native
 from .backends.eager import GENERATED_FILENAME_PREFIX
 from .codegen import transformed_code
+from .dispatch import direct_call_for
 from .fallback import fallback_for
 from .graph_break import split_frame
 from .guards import compile_guards
@@ -205,14 +206,14 @@ class ConvertFrame:
             logs.emit("breaks", f"{code.co_qualname}: no tensor operations; runs as Python")
             return runtime.SKIP
         name = _compiled_fn_name()
+        fallback = fallback_for(runtime, code, result.mutates_inputs, result.draws_random)
         new_code = transformed_code(code, compiled_fn_name=name, graph_inputs=result.graph_inputs,
                                     output=result.output_plan, effects=result.effects,
-                                    fallback=fallback_for(runtime, code, result.mutates_inputs,
-                                                          result.draws_random),
-                                    grad_mode=torch.is_grad_enabled(),
+                                    fallback=fallback, grad_mode=torch.is_grad_enabled(),
                                     may_catch=result.traced_handlers)
         self.install_capture(runtime, frame, name, result, new_code)
-        return runtime.CacheEntry(compile_guards(result.guards), new_code)
+        direct = direct_call_for(runtime, result, fallback is not None, torch.is_grad_enabled())
+        return runtime.CacheEntry(compile_guards(result.guards), new_code, direct)
 
     def install_capture(self, runtime: Any, frame: Any, name: str, capture: CaptureResult,
                         new_code: CodeType) -> None:

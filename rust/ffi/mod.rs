@@ -8,10 +8,12 @@
 
 pub mod code_extra;
 pub mod frame;
+pub mod function;
 pub mod hook;
 pub mod layout;
 pub mod object;
 pub mod tensor;
+pub mod vectorcall;
 
 use pyo3::Python;
 use std::cell::RefCell;

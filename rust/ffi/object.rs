@@ -50,8 +50,71 @@ impl<'f> Arguments<'f> {
     /// # Safety
     /// `start` must point at `len` non-NULL strong references that stay alive for 'f.
     pub(crate) unsafe fn new(start: *const *mut ffi::PyObject, len: usize) -> Self {
+        if len == 0 {
+            return Self { pointers: &[] }; // `start` may be NULL (a call with no arguments)
+        }
         // SAFETY: per the contract above.
         Self { pointers: unsafe { std::slice::from_raw_parts(start, len) } }
+    }
+
+    pub fn len(&self) -> usize {
+        self.pointers.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.pointers.is_empty()
+    }
+
+    /// Argument `index`, borrowed for as long as the arguments live.
+    pub fn get<'py>(&self, py: Python<'py>, index: usize) -> Option<Borrowed<'f, 'py, PyAny>> {
+        let ptr = *self.pointers.get(index)?;
+        // SAFETY: every pointer is a live, non-NULL reference for 'f (constructor contract).
+        Some(unsafe { Borrowed::from_ptr(py, ptr) })
+    }
+
+    /// The first `count` arguments (all of them if there are fewer).
+    #[must_use]
+    pub fn prefix(&self, count: usize) -> Self {
+        Self { pointers: &self.pointers[..count.min(self.pointers.len())] }
+    }
+
+    /// The arguments after the first `count`.
+    #[must_use]
+    pub fn after(&self, count: usize) -> Self {
+        Self { pointers: &self.pointers[count.min(self.pointers.len())..] }
+    }
+}
+
+/// A buffer of argument pointers, filled from objects that stay alive for `'a`; hands
+/// them out as [`Arguments`] for a call or a guard check.
+pub struct ArgumentBuffer<'a> {
+    pointers: Vec<*mut ffi::PyObject>,
+    _borrows: std::marker::PhantomData<&'a ()>,
+}
+
+impl<'a> ArgumentBuffer<'a> {
+    pub fn with_capacity(capacity: usize) -> Self {
+        Self { pointers: Vec::with_capacity(capacity), _borrows: std::marker::PhantomData }
+    }
+
+    pub fn push(&mut self, value: Borrowed<'a, '_, PyAny>) {
+        self.pointers.push(value.as_ptr());
+    }
+
+    pub fn extend(&mut self, arguments: Arguments<'a>) {
+        self.pointers.extend_from_slice(arguments.pointers);
+    }
+
+    pub fn len(&self) -> usize {
+        self.pointers.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.pointers.is_empty()
+    }
+
+    pub fn arguments(&self) -> Arguments<'_> {
+        Arguments { pointers: &self.pointers }
     }
 }
 

@@ -7,7 +7,7 @@
 //! verbose path returns the first failure as text.
 
 mod check;
-mod source;
+pub(crate) mod source;
 mod tensor;
 mod tensor_layout;
 

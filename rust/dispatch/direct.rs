@@ -1,0 +1,162 @@
+//! The direct call of a cache entry: for a frame captured whole into one graph whose
+//! result is the graph's output (no side effects to replay), the dispatcher calls the
+//! compiled graph itself with the graph inputs read from the bound arguments, instead of
+//! running the transformed code.
+
+use crate::frame_info::GuardInput;
+use crate::guards::source::{parse_source, Accessor};
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+use pyo3::Borrowed;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// How one graph input is read: an argument slot, or a path of reads from a root, as the
+/// transformed code's loads do (`LOAD_FAST`, `LOAD_ATTR`, `BINARY_SUBSCR`, ...).
+enum Input {
+    Argument(usize),
+    Path(Vec<Accessor>),
+}
+
+/// What the transformed code returns from the graph's result.
+enum Output {
+    /// `result[i]`.
+    Item(usize),
+    /// `(result[i], result[j], ...)`, a new tuple.
+    Tuple(Vec<usize>),
+}
+
+/// What a direct call came to.
+pub enum Outcome<'py> {
+    /// The frame's result, or an error the transformed code raises the same way.
+    Done(PyResult<Bound<'py, PyAny>>),
+    /// A graph input could not be read: the transformed code must run (it reads them
+    /// again and fails, or succeeds, as Python would).
+    Unreadable,
+    /// The graph raised: the transformed code's handler decides (its fallback runs the
+    /// frame as Python), or, for a graph without a fallback, the error propagates.
+    GraphFailed(PyErr),
+}
+
+/// A compiled graph and how to call it from a call's arguments.
+#[pyclass(frozen, module = "fastdynamo._native")]
+pub struct DirectCall {
+    graph: Py<PyAny>,
+    inputs: Vec<Input>,
+    output: Output,
+    fallback: bool,
+    grad_mode: bool,
+    hits: AtomicU64,
+}
+
+#[pymethods]
+impl DirectCall {
+    /// `DirectCall(graph, inputs, output, fallback, grad_mode)`: `inputs` are source specs
+    /// (as guards take them), `output` an index into the graph's result or a tuple of
+    /// indices; `fallback` says whether the transformed code reruns the frame as Python
+    /// when the graph raises, in `grad_mode` (the frame's guarded grad mode).
+    #[new]
+    fn py_new(graph: Bound<'_, PyAny>, inputs: &Bound<'_, PyAny>, output: &Bound<'_, PyAny>, fallback: bool, grad_mode: bool) -> PyResult<Self> {
+        let mut parsed = Vec::new();
+        for spec in inputs.try_iter()? {
+            let path = parse_source(&spec?)?;
+            let mut steps: Vec<Accessor> = path.steps.into_iter().map(|(accessor, _)| accessor).collect();
+            if !steps.first().is_some_and(Accessor::is_root) {
+                return Err(crate::errors::Error::BadGuardSpec("a graph input must start at the frame".to_owned()).into());
+            }
+            parsed.push(match steps.as_slice() {
+                [Accessor::Local(index)] => Input::Argument(*index),
+                _ => Input::Path(std::mem::take(&mut steps)),
+            });
+        }
+        let output = match output.extract::<usize>() {
+            Ok(index) => Output::Item(index),
+            Err(_) => Output::Tuple(output.extract::<Vec<usize>>()?),
+        };
+        Ok(Self { graph: graph.unbind(), inputs: parsed, output, fallback, grad_mode, hits: AtomicU64::new(0) })
+    }
+
+    /// The compiled graph.
+    #[getter]
+    fn graph(&self, py: Python<'_>) -> Py<PyAny> {
+        self.graph.clone_ref(py)
+    }
+
+    /// Calls served by calling the graph directly.
+    #[getter]
+    fn hits(&self) -> u64 {
+        self.hits.load(Ordering::Relaxed)
+    }
+
+    /// Whether the transformed code reruns the frame as Python when the graph raises.
+    #[getter]
+    fn fallback(&self) -> bool {
+        self.fallback
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<DirectCall inputs={} hits={}>", self.inputs.len(), self.hits())
+    }
+}
+
+impl DirectCall {
+    /// Whether the transformed code catches the graph's errors (and reruns the frame).
+    pub fn has_fallback(&self) -> bool {
+        self.fallback
+    }
+
+    /// The grad mode the transformed code restores before its fallback.
+    pub fn grad_mode(&self) -> bool {
+        self.grad_mode
+    }
+
+    /// Reads the graph inputs, calls the graph and picks the frame's result.
+    pub fn call<'py>(&self, input: &GuardInput<'_, 'py>) -> Outcome<'py> {
+        let py = input.py();
+        let mut values: Vec<Bound<'py, PyAny>> = Vec::with_capacity(self.inputs.len());
+        for graph_input in &self.inputs {
+            match read(graph_input, input) {
+                Some(value) => values.push(value),
+                None => return Outcome::Unreadable,
+            }
+        }
+        let borrowed: Vec<Borrowed<'_, 'py, PyAny>> = values.iter().map(Bound::as_borrowed).collect();
+        let result = match crate::ffi::object::vectorcall(self.graph.bind(py), &borrowed, None) {
+            Ok(result) => result,
+            Err(err) => return Outcome::GraphFailed(err),
+        };
+        self.hits.store(self.hits() + 1, Ordering::Relaxed);
+        Outcome::Done(self.pick(&result))
+    }
+
+    fn pick<'py>(&self, result: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        match &self.output {
+            Output::Item(index) => item(result, *index),
+            Output::Tuple(indices) => {
+                let items = indices.iter().map(|&i| item(result, i)).collect::<PyResult<Vec<_>>>()?;
+                Ok(PyTuple::new(result.py(), items)?.into_any())
+            }
+        }
+    }
+}
+
+/// `result[index]`, as `BINARY_SUBSCR` does it (the exact-tuple case without a call).
+fn item<'py>(result: &Bound<'py, PyAny>, index: usize) -> PyResult<Bound<'py, PyAny>> {
+    match result.cast_exact::<PyTuple>() {
+        Ok(tuple) if index < tuple.len() => tuple.get_item(index),
+        _ => result.get_item(index),
+    }
+}
+
+fn read<'py>(graph_input: &Input, input: &GuardInput<'_, 'py>) -> Option<Bound<'py, PyAny>> {
+    match graph_input {
+        Input::Argument(index) => input.local(*index).map(|value| value.to_owned()),
+        Input::Path(steps) => {
+            let (root, rest) = steps.split_first()?;
+            let mut value = root.read_root(input)?;
+            for step in rest {
+                value = step.read_child(&value)?;
+            }
+            Some(value)
+        }
+    }
+}
