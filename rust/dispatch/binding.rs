@@ -124,7 +124,7 @@ fn fill_defaults<'py>(
         }
         *slot = Some(if index < parameters.positional {
             let position = index.checked_sub(first_default)?;
-            defaults?.get_item(position).ok()?.to_owned()
+            defaults?.get_item(position).ok()?.clone()
         } else {
             let name = names.get_item(index).ok()?;
             function.keyword_defaults()?.get_item(name).ok()??

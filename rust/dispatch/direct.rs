@@ -149,7 +149,7 @@ fn item<'py>(result: &Bound<'py, PyAny>, index: usize) -> PyResult<Bound<'py, Py
 
 fn read<'py>(graph_input: &Input, input: &GuardInput<'_, 'py>) -> Option<Bound<'py, PyAny>> {
     match graph_input {
-        Input::Argument(index) => input.local(*index).map(|value| value.to_owned()),
+        Input::Argument(index) => input.local(*index).map(Borrowed::to_owned),
         Input::Path(steps) => {
             let (root, rest) = steps.split_first()?;
             let mut value = root.read_root(input)?;

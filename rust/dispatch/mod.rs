@@ -87,7 +87,7 @@ impl Dispatcher {
         let py = slf.py();
         let mut values: Vec<Bound<'py, PyAny>> = args.iter().collect();
         let mut names = Vec::new();
-        for (name, value) in kwargs.into_iter().flat_map(|k| k.iter()) {
+        for (name, value) in kwargs.into_iter().flat_map(PyDictMethods::iter) {
             names.push(name);
             values.push(value);
         }
@@ -100,7 +100,7 @@ impl Dispatcher {
     }
 
     /// Bound to an instance like a function: `obj.method(...)` passes `obj` first.
-    fn __get__<'py>(slf: Bound<'py, Self>, instance: Option<Bound<'py, PyAny>>, owner: Option<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyAny>> {
+    fn __get__<'py>(slf: Bound<'py, Self>, instance: Option<Bound<'py, PyAny>>, owner: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyAny>> {
         let _ = owner;
         match instance {
             Some(instance) if !instance.is_none() => {
@@ -226,8 +226,8 @@ impl Dispatcher {
         kwnames: Option<Borrowed<'_, 'py, PyTuple>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         bump(&self.frame_calls);
-        let kwnames = kwnames.map(|names| names.to_owned());
-        debug_assert_eq!(args.len(), positional + kwnames.as_ref().map_or(0, |k| k.len()));
+        let kwnames = kwnames.map(Borrowed::to_owned);
+        debug_assert_eq!(args.len(), positional + kwnames.as_ref().map_or(0, PyTupleMethods::len));
         self.with_callback(target.py(), || vectorcall_arguments(target, args, kwnames.as_ref()))
     }
 
@@ -293,7 +293,7 @@ impl Dispatcher {
     }
 
     /// Runs `work` with this dispatcher's callback set on the thread, restoring the prior one.
-    fn with_callback<'py, R>(&self, py: Python<'py>, work: impl FnOnce() -> PyResult<R>) -> PyResult<R> {
+    fn with_callback<R>(&self, py: Python<'_>, work: impl FnOnce() -> PyResult<R>) -> PyResult<R> {
         let prior = callback::set_callback(py, self.callback.bind(py))?;
         let _restore = RestoreCallback { py, prior: Some(prior) };
         work()
