@@ -13,6 +13,7 @@ pub mod hook;
 pub mod layout;
 pub mod object;
 pub mod tensor;
+pub mod torch_tls;
 pub mod vectorcall;
 
 use pyo3::Python;

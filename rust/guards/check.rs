@@ -122,11 +122,11 @@ impl StateCheck {
                 (got == Some(*expected), &move || format!("torch.is_grad_enabled() == {}, got {}", py_bool(*expected), got.map_or("error", py_bool)))
             }
             StateCheck::Autocast(expected) => {
-                let got = TorchState::flag(&torch.is_any_autocast_enabled, py);
+                let got = torch.autocast_enabled(py);
                 (got == Some(*expected), &move || format!("torch._C._is_any_autocast_enabled() == {}, got {}", py_bool(*expected), got.map_or("error", py_bool)))
             }
             StateCheck::InferenceMode(expected) => {
-                let got = TorchState::flag(&torch.is_inference_mode_enabled, py);
+                let got = torch.inference_mode(py);
                 (got == Some(*expected), &move || format!("torch.is_inference_mode_enabled() == {}, got {}", py_bool(*expected), got.map_or("error", py_bool)))
             }
             StateCheck::DefaultDtype(expected) => {
@@ -150,6 +150,8 @@ pub struct TorchState {
     get_default_dtype: Py<PyAny>,
     is_any_autocast_enabled: Py<PyAny>,
     is_inference_mode_enabled: Py<PyAny>,
+    /// The same modes read in C++, when they agreed with these readers at calibration.
+    fast: Option<&'static super::torch_tls::FastTorchState>,
 }
 
 impl TorchState {
@@ -160,11 +162,29 @@ impl TorchState {
             get_default_dtype: torch.getattr("get_default_dtype")?.unbind(),
             is_any_autocast_enabled: torch.getattr("_C")?.getattr("_is_any_autocast_enabled")?.unbind(),
             is_inference_mode_enabled: torch.getattr("is_inference_mode_enabled")?.unbind(),
+            fast: super::torch_tls::fast_state(py),
         })
     }
 
     fn grad_enabled(&self, py: Python<'_>) -> Option<bool> {
-        Self::flag(&self.is_grad_enabled, py)
+        match self.fast {
+            Some(fast) => Some(fast.grad_enabled()),
+            None => Self::flag(&self.is_grad_enabled, py),
+        }
+    }
+
+    fn autocast_enabled(&self, py: Python<'_>) -> Option<bool> {
+        match self.fast {
+            Some(fast) => Some(fast.autocast_enabled()),
+            None => Self::flag(&self.is_any_autocast_enabled, py),
+        }
+    }
+
+    fn inference_mode(&self, py: Python<'_>) -> Option<bool> {
+        match self.fast {
+            Some(fast) => Some(fast.inference_mode()),
+            None => Self::flag(&self.is_inference_mode_enabled, py),
+        }
     }
 
     /// Calls a torch reader that returns a bool (None if it raised).

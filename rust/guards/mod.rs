@@ -10,6 +10,7 @@ mod check;
 pub(crate) mod source;
 mod tensor;
 mod tensor_layout;
+mod torch_tls;
 
 use crate::errors::Error;
 use crate::frame_info::{Frame, GuardInput};
