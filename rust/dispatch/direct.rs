@@ -3,11 +3,11 @@
 //! compiled graph itself with the graph inputs read from the bound arguments, instead of
 //! running the transformed code.
 
+use crate::ffi::object::{vectorcall_arguments, ArgumentBuffer};
 use crate::frame_info::GuardInput;
 use crate::guards::source::{parse_source, Accessor};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
-use pyo3::Borrowed;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// How one graph input is read: an argument slot, or a path of reads from a root, as the
@@ -112,15 +112,29 @@ impl DirectCall {
     /// Reads the graph inputs, calls the graph and picks the frame's result.
     pub fn call<'py>(&self, input: &GuardInput<'_, 'py>) -> Outcome<'py> {
         let py = input.py();
-        let mut values: Vec<Bound<'py, PyAny>> = Vec::with_capacity(self.inputs.len());
+        // Values read through a path are owned here; arguments are borrowed from the call.
+        let mut read_values: Vec<Bound<'py, PyAny>> = Vec::new();
         for graph_input in &self.inputs {
-            match read(graph_input, input) {
-                Some(value) => values.push(value),
+            if let Input::Path(steps) = graph_input {
+                match read_path(steps, input) {
+                    Some(value) => read_values.push(value),
+                    None => return Outcome::Unreadable,
+                }
+            }
+        }
+        let mut arguments = ArgumentBuffer::with_capacity(self.inputs.len());
+        let mut read_values = read_values.iter();
+        for graph_input in &self.inputs {
+            let value = match graph_input {
+                Input::Argument(index) => input.local(*index),
+                Input::Path(_) => read_values.next().map(Bound::as_borrowed),
+            };
+            match value {
+                Some(value) => arguments.push(value),
                 None => return Outcome::Unreadable,
             }
         }
-        let borrowed: Vec<Borrowed<'_, 'py, PyAny>> = values.iter().map(Bound::as_borrowed).collect();
-        let result = match crate::ffi::object::vectorcall(self.graph.bind(py), &borrowed, None) {
+        let result = match vectorcall_arguments(self.graph.bind(py), arguments.arguments(), None) {
             Ok(result) => result,
             Err(err) => return Outcome::GraphFailed(err),
         };
@@ -147,16 +161,11 @@ fn item<'py>(result: &Bound<'py, PyAny>, index: usize) -> PyResult<Bound<'py, Py
     }
 }
 
-fn read<'py>(graph_input: &Input, input: &GuardInput<'_, 'py>) -> Option<Bound<'py, PyAny>> {
-    match graph_input {
-        Input::Argument(index) => input.local(*index).map(Borrowed::to_owned),
-        Input::Path(steps) => {
-            let (root, rest) = steps.split_first()?;
-            let mut value = root.read_root(input)?;
-            for step in rest {
-                value = step.read_child(&value)?;
-            }
-            Some(value)
-        }
+fn read_path<'py>(steps: &[Accessor], input: &GuardInput<'_, 'py>) -> Option<Bound<'py, PyAny>> {
+    let (root, rest) = steps.split_first()?;
+    let mut value = root.read_root(input)?;
+    for step in rest {
+        value = step.read_child(&value)?;
     }
+    Some(value)
 }

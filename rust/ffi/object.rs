@@ -86,35 +86,54 @@ impl<'f> Arguments<'f> {
 }
 
 /// A buffer of argument pointers, filled from objects that stay alive for `'a`; hands
-/// them out as [`Arguments`] for a call or a guard check.
+/// them out as [`Arguments`] for a call or a guard check. Up to [`STACK_ARGS`] live
+/// inline (no allocation).
 pub struct ArgumentBuffer<'a> {
-    pointers: Vec<*mut ffi::PyObject>,
+    inline: [*mut ffi::PyObject; STACK_ARGS],
+    len: usize,
+    heap: Vec<*mut ffi::PyObject>,
     _borrows: std::marker::PhantomData<&'a ()>,
 }
 
 impl<'a> ArgumentBuffer<'a> {
     pub fn with_capacity(capacity: usize) -> Self {
-        Self { pointers: Vec::with_capacity(capacity), _borrows: std::marker::PhantomData }
+        let heap = if capacity > STACK_ARGS { Vec::with_capacity(capacity) } else { Vec::new() };
+        Self { inline: [std::ptr::null_mut(); STACK_ARGS], len: 0, heap, _borrows: std::marker::PhantomData }
+    }
+
+    fn push_pointer(&mut self, pointer: *mut ffi::PyObject) {
+        if self.heap.is_empty() && self.len < STACK_ARGS {
+            self.inline[self.len] = pointer;
+        } else {
+            if self.heap.is_empty() {
+                self.heap.extend_from_slice(&self.inline[..self.len]);
+            }
+            self.heap.push(pointer);
+        }
+        self.len += 1;
     }
 
     pub fn push(&mut self, value: Borrowed<'a, '_, PyAny>) {
-        self.pointers.push(value.as_ptr());
+        self.push_pointer(value.as_ptr());
     }
 
     pub fn extend(&mut self, arguments: Arguments<'a>) {
-        self.pointers.extend_from_slice(arguments.pointers);
+        for &pointer in arguments.pointers {
+            self.push_pointer(pointer);
+        }
     }
 
     pub fn len(&self) -> usize {
-        self.pointers.len()
+        self.len
     }
 
     pub fn is_empty(&self) -> bool {
-        self.pointers.is_empty()
+        self.len == 0
     }
 
     pub fn arguments(&self) -> Arguments<'_> {
-        Arguments { pointers: &self.pointers }
+        let pointers = if self.heap.is_empty() { &self.inline[..self.len] } else { &self.heap[..] };
+        Arguments { pointers }
     }
 }
 
