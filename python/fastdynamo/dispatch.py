@@ -24,7 +24,8 @@ True
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from .codegen import BuildTuple, GraphOutput, Shared
 

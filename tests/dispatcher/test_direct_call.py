@@ -327,3 +327,39 @@ def test_called_through_a_tuple_and_dict_like_a_function():
 def test_explain_still_counts_graphs():
     report = fastdynamo.explain(relu_add, backend="eager")(torch.ones(2), torch.ones(2))
     assert report.graph_count == 1
+
+
+def test_no_reference_leaks_on_any_path():
+    import sys
+
+    def f(x, y=None, *, k=1.0):
+        return x * k
+
+    compiled = fastdynamo.compile(f, backend="eager")
+    x = torch.randn(3)
+    calls = (lambda: compiled(x), lambda: compiled(x, None, k=1.0), lambda: compiled(y=None, x=x))
+    for call in calls:
+        call()
+        call()
+    before = (sys.getrefcount(x), sys.getrefcount(None), sys.getrefcount(compiled))
+    for _ in range(2000):
+        for call in calls:
+            call()
+    assert (sys.getrefcount(x), sys.getrefcount(None), sys.getrefcount(compiled)) == before
+    assert compiled.direct_calls >= 6000
+
+
+def test_dispatcher_in_a_cycle_is_collected():
+    import gc
+    import weakref
+
+    namespace = {"torch": torch}
+    exec("def g(x):\n    return x + 1\n", namespace)
+    compiled = fastdynamo.compile(namespace["g"], backend="eager")
+    namespace["compiled"] = compiled  # dispatcher -> g -> g.__globals__ -> dispatcher
+    compiled(torch.ones(2))
+    ref = weakref.ref(compiled)
+    del compiled, namespace
+    fastdynamo.reset()
+    gc.collect()
+    assert ref() is None

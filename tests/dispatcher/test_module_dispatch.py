@@ -71,7 +71,7 @@ def test_forward_hooks_run_as_in_eager():
 
 
 def test_global_hooks_run_as_in_eager():
-    net, compiled, _ = compiled_net()
+    _, compiled, _ = compiled_net()
     x, calls = torch.randn(2, 4), []
     compiled(x)
     handle = torch.nn.modules.module.register_module_forward_hook(
