@@ -29,7 +29,7 @@ import torch  # noqa: E402
 import fastdynamo  # noqa: E402
 from fastdynamo import guards as g  # noqa: E402
 from fastdynamo._runtime import native  # noqa: E402
-from fastdynamo.sources import LocalSource  # noqa: E402
+from fastdynamo.guards.sources import LocalSource  # noqa: E402
 
 N = native()
 # CPU time of this thread: the machine's cores are shared, and time spent running other

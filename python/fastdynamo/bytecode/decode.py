@@ -89,6 +89,8 @@ def _decode_argval(code: CodeType, opname: str, arg: int | None, offset: int,
     if opname in version.JUMP_OPNAMES:
         target = version.jump_target_offset(opname, offset, arg)
         return target, f"to {target}"
+    if opname == "BINARY_OP":
+        return arg, version.binary_op_symbol(arg)
     return arg, ""
 
 

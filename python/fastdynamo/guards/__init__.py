@@ -4,7 +4,7 @@ The translator records :class:`Guard` objects; :func:`compile_guards` turns them
 the native ``GuardSet`` (a Rust tree evaluated on every call). The spec is plain tuples
 so that the Rust side never calls back into Python to understand it.
 
->>> from fastdynamo.sources import LocalSource
+>>> from fastdynamo.guards.sources import LocalSource
 >>> g = Guard(LocalSource(0, "n"), equals(4))
 >>> g.spec()
 (('local', 0, 'n'), ('equals', 4))
@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
-from ..sources import Source
+from .sources import Source
 
 TORCH_STATE = ("torch_state",)
 

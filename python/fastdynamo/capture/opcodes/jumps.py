@@ -1,0 +1,60 @@
+"""Jumps, conditional branches, return and raise."""
+from __future__ import annotations
+
+from ...exc import unsupported
+from ..variables.misc import ClassVariable
+
+
+def _is_none(value) -> bool:
+    return value.is_python_constant() and value.as_python_constant() is None
+
+
+class JumpOpcodes:
+    """Jumps are handled by their direction-free names (``version.generic_opname``)."""
+
+    def JUMP(self, inst):
+        self.jump(inst)
+
+    def _pop_jump_if(self, inst, when: bool):
+        if self.pop().truth(self) is when:
+            self.jump(inst)
+
+    def POP_JUMP_IF_TRUE(self, inst):
+        self._pop_jump_if(inst, True)
+
+    def POP_JUMP_IF_FALSE(self, inst):
+        self._pop_jump_if(inst, False)
+
+    def _pop_jump_if_none(self, inst, when: bool):
+        if _is_none(self.pop()) is when:
+            self.jump(inst)
+
+    def POP_JUMP_IF_NONE(self, inst):
+        self._pop_jump_if_none(inst, True)
+
+    def POP_JUMP_IF_NOT_NONE(self, inst):
+        self._pop_jump_if_none(inst, False)
+
+    def JUMP_IF_TRUE_OR_POP(self, inst):
+        if self.stack[-1].truth(self):
+            self.jump(inst)
+        else:
+            self.pop()
+
+    def JUMP_IF_FALSE_OR_POP(self, inst):
+        if not self.stack[-1].truth(self):
+            self.jump(inst)
+        else:
+            self.pop()
+
+    def RETURN_VALUE(self, inst):
+        self.return_value = self.pop()
+
+    def RAISE_VARARGS(self, inst):
+        args = self.popn(inst.arg)
+        if not args:
+            raise unsupported("re-raise")
+        what = args[0]
+        if isinstance(what, ClassVariable):
+            raise unsupported(f"raise {what.cls.__name__}")
+        raise unsupported(f"raise {what.describe()}")
