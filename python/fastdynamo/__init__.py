@@ -20,8 +20,8 @@ if sys.version_info[:2] not in SUPPORTED_PYTHONS:
 
 from . import config  # noqa: E402
 from .api import OptimizedModule, compile, disable, reset  # noqa: E402
-from .explain import ExplainOutput, explain  # noqa: E402
 from .exc import FullGraphError  # noqa: E402
+from .explain import ExplainOutput, explain  # noqa: E402
 
 __all__ = [
     "ExplainOutput",

@@ -113,7 +113,8 @@ def _mark_skip_recursive(runtime: Any, compiled_fn: Any) -> None:
     if code is None and isinstance(compiled_fn, torch.nn.Module):
         code = getattr(type(compiled_fn).forward, "__code__", None)
     if code is None:
-        code = getattr(getattr(type(compiled_fn), "__call__", None), "__code__", None)
+        # reads the class's __call__ to get its code, not to test callability
+        code = getattr(getattr(type(compiled_fn), "__call__", None), "__code__", None)  # noqa: B004
     if code is not None:
         runtime.set_code_action(code, runtime.SKIP_RECURSIVE)
 

@@ -49,7 +49,7 @@ class ExplainOutput:
             for i, brk in enumerate(self.break_reasons, 1):
                 lines.append(f"  {i}. {brk.location}: {brk.reason}")
         for i, (frame, gm, guards, ops) in enumerate(
-                zip(self.compiled_frames, self.graphs, self.guards, self.ops_per_graph), 1):
+                zip(self.compiled_frames, self.graphs, self.guards, self.ops_per_graph, strict=True), 1):
             lines.append(f"Graph {i} ({frame}, {ops} ops):")
             lines.extend("    " + line for line in gm.code.strip().splitlines())
             lines.append(f"  Guards ({len(guards)}):")

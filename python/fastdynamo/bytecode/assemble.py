@@ -106,7 +106,7 @@ def assemble(instructions: Sequence[Instruction], template_code: CodeType,
     _check_adjacent_pairs(instructions)
     sizes = _layout_jumps(instructions)
     code = bytearray()
-    for inst, size in zip(instructions, sizes):
+    for inst, size in zip(instructions, sizes, strict=True):
         arg = inst.arg or 0
         caches = version.cache_entries(inst.opname)
         for shift in range(size - 1 - caches, 0, -1):
@@ -121,7 +121,7 @@ def assemble(instructions: Sequence[Instruction], template_code: CodeType,
         co_names=tuple(names.items),
         co_varnames=tuple(varnames.items),
         co_nlocals=len(varnames.items),
-        co_linetable=encode_line_table(zip(positions, sizes), first_line),
+        co_linetable=encode_line_table(zip(positions, sizes, strict=True), first_line),
         co_exceptiontable=_exception_table(instructions, sizes),
         co_stacksize=max_stack_depth(instructions),
         **kwargs,
@@ -154,7 +154,7 @@ def _set_arg(inst: Instruction, consts: _Table, names: _Table, localsplus: tuple
 
 
 def _check_adjacent_pairs(instructions: Sequence[Instruction]) -> None:
-    for inst, following in zip(instructions, [*instructions[1:], None]):
+    for inst, following in zip(instructions, [*instructions[1:], None], strict=True):
         needed = version.MUST_BE_FOLLOWED_BY.get(inst.opname)
         if needed is not None and (following is None or following.opname != needed):
             raise ValueError(f"{inst!r} must be directly followed by {needed}, "
@@ -182,7 +182,7 @@ def _layout_jumps(instructions: Sequence[Instruction]) -> list[int]:
             prefixes.append(_extended_arg_count(inst.arg or 0))
     while True:
         sizes = [p + 1 + version.cache_entries(inst.opname)
-                 for p, inst in zip(prefixes, instructions)]
+                 for p, inst in zip(prefixes, instructions, strict=True)]
         starts = [0] * len(instructions)
         total = 0
         for i, size in enumerate(sizes):

@@ -26,9 +26,9 @@ from typing import Any
 
 import torch
 
+from ..exc import unsupported
 from ..guards import equals, id_is, len_is, type_is
 from ..guards.sources import AttrSource, BuiltinSource, GlobalSource, ItemSource, Source
-from ..exc import unsupported
 from .variables.base import MethodCallVariable, VariableTracker
 from .variables.constant import ConstantVariable, PureFunctionVariable, wrap_constant_result
 from .variables.containers import DictVariable, ListVariable, SetVariable, TupleVariable

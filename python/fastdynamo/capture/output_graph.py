@@ -22,15 +22,18 @@ from typing import Any, Callable
 
 import torch
 import torch.fx
+from torch._subclasses.fake_tensor import (
+    DataDependentOutputException,
+    DynamicOutputShapeException,
+    FakeTensorMode,
+)
 from torch.utils._python_dispatch import TorchDispatchMode
-from torch._subclasses.fake_tensor import (DataDependentOutputException,
-                                           DynamicOutputShapeException, FakeTensorMode)
 
 from .. import config
-from ..guards import Guard, tensor_match
-from ..guards.sources import Source
 from ..exc import unsupported
 from ..fx.passes import eliminate_dead_code
+from ..guards import Guard, tensor_match
+from ..guards.sources import Source
 
 _INPLACE_OPERATORS = {operator.iadd, operator.isub, operator.imul, operator.itruediv,
                       operator.ifloordiv, operator.imod, operator.ipow, operator.iand,
@@ -272,9 +275,10 @@ class _AtenEffects(TorchDispatchMode):
     def _written(func, args, kwargs) -> list:
         schema = func._schema.arguments
         values = list(args) + [kwargs.get(a.name) for a in schema[len(args):]]
-        written = [v for a, v in zip(schema, values) if a.alias_info is not None and a.alias_info.is_write]
+        pairs = list(zip(schema, values, strict=True))
+        written = [v for a, v in pairs if a.alias_info is not None and a.alias_info.is_write]
         if func._schema.name.split("::")[-1] in _BATCH_NORMS:
-            written += [v for a, v in zip(schema, values) if a.name in ("running_mean", "running_var")]
+            written += [v for a, v in pairs if a.name in ("running_mean", "running_var")]
         return [w for v in written for w in (v if isinstance(v, (list, tuple)) else [v])]
 
 

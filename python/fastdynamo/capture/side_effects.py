@@ -55,11 +55,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from ..plans import (BuildDict, BuildList, Constant, Effect, FromSource, ReplaceDict, ReplaceList,
-                       SetCellContents, StoreAttr, StoreDeref, StoreGlobal)
+from ..exc import Unsupported, unsupported
 from ..guards import id_is
 from ..guards.sources import AttrSource, ClosureSource, GlobalSource, ItemSource, Source, TypeSource
-from ..exc import Unsupported, unsupported
+from ..plans import (
+    BuildDict,
+    BuildList,
+    Constant,
+    Effect,
+    FromSource,
+    ReplaceDict,
+    ReplaceList,
+    SetCellContents,
+    StoreAttr,
+    StoreDeref,
+    StoreGlobal,
+)
 from .variables.base import VariableTracker
 from .variables.containers import DictVariable, ListVariable
 

@@ -18,12 +18,20 @@ import weakref
 from types import CodeType
 from typing import Any
 
-from .output_graph import OutputGraph
 from .. import config
 from ..bytecode import Instruction, instructions_from_code, version
 from ..exc import Unsupported, unsupported
-from .opcodes import (BuildOpcodes, CallOpcodes, ContextOpcodes, IterationOpcodes, JumpOpcodes,
-                      LoadStoreOpcodes, OperatorOpcodes, StackOpcodes)
+from .opcodes import (
+    BuildOpcodes,
+    CallOpcodes,
+    ContextOpcodes,
+    IterationOpcodes,
+    JumpOpcodes,
+    LoadStoreOpcodes,
+    OperatorOpcodes,
+    StackOpcodes,
+)
+from .output_graph import OutputGraph
 from .variables.base import VariableTracker
 from .variables.containers import IteratorVariable
 from .variables.functions import CellVariable

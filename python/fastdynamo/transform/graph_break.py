@@ -54,8 +54,8 @@ from ..bytecode import (
     live_locals,
     parameter_names,
     stack_depths,
+    version,
 )
-from ..bytecode import version
 from ..exc import Unsupported, unsupported
 from ..guards.sources import Source
 from ..plans import NULL_VALUE, BreakState, ReenterGradMode

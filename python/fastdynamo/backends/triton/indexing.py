@@ -260,7 +260,7 @@ def linear_offset(index: tuple, strides: tuple) -> IndexExpr:
     >>> render(linear_offset((Var("a", 2), Var("b", 3)), (3, 1)))
     'a * 3 + b'
     """
-    return add(*(mul(i, s) for i, s in zip(index, strides)))
+    return add(*(mul(i, s) for i, s in zip(index, strides, strict=True)))
 
 
 def unravel(linear: IndexExpr, shape: tuple) -> tuple:

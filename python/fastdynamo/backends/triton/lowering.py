@@ -66,7 +66,7 @@ def trace_aten(gm: torch.fx.GraphModule, example_inputs: list) -> TracedGraph:
     user_count = len(example_inputs)
 
     def flat_forward(*args):
-        attributes = dict(zip(names, args[user_count:]))
+        attributes = dict(zip(names, args[user_count:], strict=True))
         result = torch.func.functional_call(gm, attributes, tuple(args[:user_count]))
         return pytree.tree_flatten(result)[0]
 
@@ -87,7 +87,8 @@ class _Lowering:
         self.gm = aten_gm
         # not Graph.find_nodes: GPU machines may have a torch older than 2.4
         placeholders = [node for node in aten_gm.graph.nodes if node.op == "placeholder"]
-        self.input_names = dict(zip(placeholders, input_names or [node.name for node in placeholders]))
+        names = input_names or [node.name for node in placeholders]
+        self.input_names = dict(zip(placeholders, names, strict=True))
         self.graph = KernelGraph()
         self.env: dict[torch.fx.Node, object] = {}
         self.counter = 0

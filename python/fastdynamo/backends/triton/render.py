@@ -29,7 +29,14 @@ import torch
 from . import indexing, templates
 from .fusion import KernelGroup, Schedule
 from .ir import Constant, IndexValue, Load, Op, PointwiseNode, ReductionNode, compute_dtype
-from .ops import POINTWISE_RULES, REDUCTION_RULES, accumulator_dtype, reduction_identity, render_literal, triton_dtype
+from .ops import (
+    POINTWISE_RULES,
+    REDUCTION_RULES,
+    accumulator_dtype,
+    reduction_identity,
+    render_literal,
+    triton_dtype,
+)
 
 
 @dataclass
@@ -88,7 +95,7 @@ class _KernelRenderer:
         extent = max(self.xnumel * self.rnumel, 1)
         for shape, stride, _ in self.meta.values():
             if stride is not None and shape:
-                extent = max(extent, sum((s - 1) * st for s, st in zip(shape, stride)) + 1)
+                extent = max(extent, sum((s - 1) * st for s, st in zip(shape, stride, strict=True)) + 1)
         return extent > INT32_LIMIT
 
     # ---- expressions -------------------------------------------------------------------
@@ -160,7 +167,7 @@ class _KernelRenderer:
         index = tuple(indexing.substitute(e, var_map) for e in load.index)
         node = self.nodes.get(load.buffer)
         if load.buffer in self.members and isinstance(node, PointwiseNode):
-            inner = {var.name: e for var, e in zip(node.vars, index)}
+            inner = {var.name: e for var, e in zip(node.vars, index, strict=True)}
             return self.value(scope, node.body, inner)
         if load.buffer in self.members and isinstance(node, ReductionNode):
             return self.reduction_value(scope, node)

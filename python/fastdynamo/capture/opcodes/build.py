@@ -24,7 +24,7 @@ class BuildOpcodes:
     def BUILD_CONST_KEY_MAP(self, inst):
         keys = self.pop().as_python_constant()
         values = self.popn(inst.arg)
-        self.push(DictVariable(dict(zip(keys, values))))
+        self.push(DictVariable(dict(zip(keys, values, strict=True))))
 
     def BUILD_SLICE(self, inst):
         parts = self.popn(inst.arg)

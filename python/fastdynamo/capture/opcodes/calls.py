@@ -24,7 +24,7 @@ class CallOpcodes:
         kwargs = {}
         if self.kw_names:
             names = self.kw_names
-            kwargs = dict(zip(names, args[len(args) - len(names):]))
+            kwargs = dict(zip(names, args[len(args) - len(names):], strict=True))
             args = args[:len(args) - len(names)]
         self.kw_names = None
         self.push(fn.call_function(self, args, kwargs))

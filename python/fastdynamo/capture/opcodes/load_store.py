@@ -1,8 +1,8 @@
 """Loads and stores: locals, constants, globals, cells, attributes."""
 from __future__ import annotations
 
-from ..builder import wrap_code_constant, wrap_value
 from ...exc import unsupported
+from ..builder import wrap_code_constant, wrap_value
 from ..side_effects import where_of
 from ..variables.base import NULL
 from ..variables.functions import CellVariable
