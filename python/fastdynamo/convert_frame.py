@@ -26,7 +26,7 @@ import torch
 from . import config, logs
 from ._runtime import native
 from .backends.eager import GENERATED_FILENAME_PREFIX
-from .bytecode import version
+from .bytecode import format_side_by_side, version
 from .capture import Broken, Captured, translate, translate_to_break
 from .exc import FullGraphError, Unsupported
 from .guards import compile_guards
@@ -251,7 +251,7 @@ class ConvertFrame:
             self.install_capture(runtime, frame, name, capture, compiled_fn, transformed)
         elif logs.enabled("bytecode"):
             logs.emit("bytecode", f"bytecode for {code.co_qualname} (no graph before the break)",
-                      logs.side_by_side(code, transformed))
+                      format_side_by_side(code, transformed))
         return runtime.CacheEntry(compile_guards(capture.guards), transformed)
 
     def log_capture(self, code: CodeType, result: Captured, new_code: CodeType) -> None:
@@ -261,7 +261,7 @@ class ConvertFrame:
         if logs.enabled("guards"):
             logs.emit("guards", f"guards for {where}", "\n".join(g.text() for g in result.guards))
         if logs.enabled("bytecode"):
-            logs.emit("bytecode", f"bytecode for {where}", logs.side_by_side(code, new_code))
+            logs.emit("bytecode", f"bytecode for {where}", format_side_by_side(code, new_code))
 
 
 def _split(runtime: Any, frame: Any, err: Unsupported, name: str) -> tuple[Captured, CodeType]:

@@ -138,7 +138,7 @@ def _set_arg(inst: Instruction, consts: _Table, names: _Table, localsplus: tuple
     if opname in version.CONST_OPNAMES:
         inst.arg = consts.index(argval, inst.arg)
     elif opname in version.LOAD_GLOBAL_NULL_BIT_OPNAMES:
-        null_bit = (inst.arg or 0) & 1
+        null_bit = (inst.arg or 0) & version.PUSH_NULL_BIT
         hint = inst.arg >> 1 if inst.arg is not None else None
         inst.arg = (names.index(argval, hint) << 1) | null_bit
     elif opname in version.NAME_OPNAMES:

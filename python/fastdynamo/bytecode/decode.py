@@ -80,7 +80,7 @@ def _decode_argval(code: CodeType, opname: str, arg: int | None, offset: int,
     if opname in version.NAME_OPNAMES:
         if opname in version.LOAD_GLOBAL_NULL_BIT_OPNAMES:
             name = code.co_names[arg >> 1]
-            return name, ("NULL + " + name) if arg & 1 else name
+            return name, ("NULL + " + name) if arg & version.PUSH_NULL_BIT else name
         return code.co_names[arg], code.co_names[arg]
     if opname in version.LOCAL_OPNAMES or opname in version.FREE_OPNAMES:
         return local_names[arg], local_names[arg]

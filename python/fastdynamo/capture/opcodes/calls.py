@@ -30,7 +30,7 @@ class CallOpcodes:
         self.push(fn.call_function(self, args, kwargs))
 
     def CALL_FUNCTION_EX(self, inst):
-        kwargs = dict_items(self, self.pop()) if inst.arg & 1 else {}
+        kwargs = dict_items(self, self.pop()) if inst.arg & version.CALL_FUNCTION_EX_KWARGS else {}
         args = self.pop().unpack_var_sequence(self)
         fn = self.pop()
         if self.stack and self.stack[-1] is NULL:

@@ -1,6 +1,7 @@
 """Loads and stores: locals, constants, globals, cells, attributes."""
 from __future__ import annotations
 
+from ...bytecode import version
 from ...exc import unsupported
 from ..builder import wrap_code_constant, wrap_value
 from ..side_effects import where_of
@@ -37,7 +38,7 @@ class LoadStoreOpcodes:
 
     def LOAD_GLOBAL(self, inst):
         name = inst.argval
-        if inst.arg & 1:
+        if inst.arg & version.PUSH_NULL_BIT:
             self.push(NULL)
         pending = self.output.side_effects.load_global(name) if self._stores_root_globals() else None
         if pending is not None:
