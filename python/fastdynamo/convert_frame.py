@@ -208,6 +208,8 @@ class ConvertFrame:
         if result.op_count == 0 and not self.fullgraph:
             logs.emit("breaks", f"{code.co_qualname}: no tensor operations; runs as Python")
             return runtime.SKIP
+        # a whole frame always has a graph and a return value
+        assert result.graph_module is not None and result.output is not None
         compiled_fn = self.backend(result.graph_module, result.example_inputs)
         name = _compiled_fn_name()
         new_code = transformed_code(code, compiled_fn_name=name, graph_inputs=result.graph_inputs,
@@ -256,7 +258,7 @@ class ConvertFrame:
 
     def log_capture(self, code: CodeType, result: Captured, new_code: CodeType) -> None:
         where = f"{code.co_qualname} ({code.co_filename}:{code.co_firstlineno})"
-        if logs.enabled("graph"):
+        if logs.enabled("graph") and result.graph_module is not None:
             logs.emit("graph", f"captured graph for {where}", result.graph_module.code)
         if logs.enabled("guards"):
             logs.emit("guards", f"guards for {where}", "\n".join(g.text() for g in result.guards))

@@ -69,6 +69,7 @@ def explain(fn: Callable, backend: str | Callable = DEFAULT_BACKEND) -> Callable
         compiled(*args, **kwargs)
         report = ExplainOutput(break_reasons=list(recorder.breaks))
         for capture in recorder.captures:
+            assert capture.result.graph_module is not None  # recorded only when a graph ran
             report.graphs.append(capture.result.graph_module)
             report.guards.append([g.text() for g in capture.result.guards])
             report.ops_per_graph.append(capture.result.op_count)

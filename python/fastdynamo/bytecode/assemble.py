@@ -212,6 +212,7 @@ def _resolve_positions(instructions: Sequence[Instruction], first_line: int) -> 
     resolved: list[dis.Positions | None] = []
     last_line = None
     for inst in instructions:
+        pos: dis.Positions | None
         if inst.positions is not None:
             pos = inst.positions
         elif inst.starts_line is not None:
@@ -222,12 +223,14 @@ def _resolve_positions(instructions: Sequence[Instruction], first_line: int) -> 
             last_line = pos.lineno
         resolved.append(pos)
     next_line = first_line
-    for i in range(len(resolved) - 1, -1, -1):
-        if resolved[i] is None:
-            resolved[i] = line_only(next_line)
-        elif resolved[i].lineno is not None:
-            next_line = resolved[i].lineno
-    return resolved
+    backwards: list[dis.Positions] = []
+    for pos in reversed(resolved):
+        if pos is None:
+            pos = line_only(next_line)
+        elif pos.lineno is not None:
+            next_line = pos.lineno
+        backwards.append(pos)
+    return backwards[::-1]
 
 
 def _exception_table(instructions: Sequence[Instruction], sizes: Sequence[int]) -> bytes:

@@ -55,6 +55,7 @@ def instructions_from_code(code: CodeType) -> list[Instruction]:
 
     for inst in instructions:
         if inst.is_jump:
+            assert inst.offset is not None and inst.arg is not None  # set above for every jump
             target_offset = version.jump_target_offset(inst.opname, inst.offset, inst.arg)
             inst.target = instructions[owner[target_offset // 2]]
     for line_offset, line in dis.findlinestarts(code):

@@ -95,6 +95,7 @@ class OutputPlanBuilder:
             return Call(Constant(value.tuple_type), [BuildTuple(items)])
         if isinstance(value, ListVariable):
             return BuildList([self.plan(item) for item in value.items])
+        assert isinstance(value, DictVariable), value.describe()
         return BuildDict([(Constant(k), self.plan(v)) for k, v in value.items.items()])
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import weakref
 from types import CodeType
-from typing import Any
+from typing import Any, NoReturn
 
 from .. import config
 from ..bytecode import Instruction, instructions_from_code, version
@@ -122,7 +122,7 @@ class InstructionTranslator(LoadStoreOpcodes, StackOpcodes, OperatorOpcodes, Jum
             raise
         return self.return_value
 
-    def unsupported_opcode(self, inst: Instruction) -> None:
+    def unsupported_opcode(self, inst: Instruction) -> NoReturn:
         """The one place an opcode without a handler ends up."""
         raise unsupported(f"opcode {inst.opname} is not supported")
 

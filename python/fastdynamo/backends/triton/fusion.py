@@ -151,6 +151,8 @@ class Schedule:
                 _check(name not in placed, f"{name} is in two groups")
                 placed.add(name)
                 _check(step.space_of(node) is not None, f"{name} does not fit {step.name}'s iteration space")
+                if not isinstance(node, (PointwiseNode, ReductionNode)):
+                    raise IRVerificationError(f"{name}: only pointwise and reduction nodes fuse")
                 for buffer, index in group_loads(nodes, members, node.body, step.var_map(node)):
                     if buffer in members:
                         _check(tuple(index) == tuple(step.canonical_index(nodes[buffer])),

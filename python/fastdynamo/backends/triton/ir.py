@@ -62,7 +62,7 @@ class Op:
 class IndexValue:
     """An index expression used as a value (``arange``/``iota``)."""
 
-    index: object
+    index: indexing.IndexExpr
     dtype: torch.dtype
 
 
@@ -83,7 +83,7 @@ class PointwiseNode:
     shape: tuple
     dtype: torch.dtype
     vars: tuple
-    body: object
+    body: ValueExpr
     stride: tuple | None = None  # layout when realised; from the ATen value's strides
     kind = "pointwise"
 
@@ -102,7 +102,7 @@ class ReductionNode:
     reduced_dims: tuple
     reduction_type: str
     vars: tuple
-    body: object
+    body: ValueExpr
     stride: tuple | None = None
     kind = "reduction"
 

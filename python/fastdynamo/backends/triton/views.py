@@ -52,7 +52,7 @@ class TensorValue:
         )
 
 
-def permute(value: TensorValue, dims, target: Any, call_args: tuple = None) -> TensorValue:
+def permute(value: TensorValue, dims, target: Any, call_args: tuple | None = None) -> TensorValue:
     dims = [d % max(len(value.shape), 1) for d in dims]
     shape = tuple(value.shape[d] for d in dims)
 

@@ -1,8 +1,13 @@
 """Jumps, conditional branches, return and raise."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 from ...exc import unsupported
 from ..variables.misc import ClassVariable
+
+if TYPE_CHECKING:
+    from ..translator import InstructionTranslator
 
 
 def _is_none(value) -> bool:
@@ -16,8 +21,9 @@ class JumpOpcodes:
         self.jump(inst)
 
     def _pop_jump_if(self, inst, when: bool):
-        if self.pop().truth(self) is when:
-            self.jump(inst)
+        tx = cast("InstructionTranslator", self)  # which mixes this class in
+        if tx.pop().truth(tx) is when:
+            tx.jump(inst)
 
     def POP_JUMP_IF_TRUE(self, inst):
         self._pop_jump_if(inst, True)
@@ -26,8 +32,9 @@ class JumpOpcodes:
         self._pop_jump_if(inst, False)
 
     def _pop_jump_if_none(self, inst, when: bool):
-        if _is_none(self.pop()) is when:
-            self.jump(inst)
+        tx = cast("InstructionTranslator", self)
+        if _is_none(tx.pop()) is when:
+            tx.jump(inst)
 
     def POP_JUMP_IF_NONE(self, inst):
         self._pop_jump_if_none(inst, True)

@@ -1,6 +1,8 @@
 """Loads and stores: locals, constants, globals, cells, attributes."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from ...bytecode import version
 from ...exc import unsupported
 from ..builder import wrap_code_constant, wrap_value
@@ -8,8 +10,17 @@ from ..side_effects import where_of
 from ..variables.base import NULL
 from ..variables.functions import CellVariable
 
+if TYPE_CHECKING:
+    from ..builder import GlobalsSource
+
 
 class LoadStoreOpcodes:
+    # from InstructionTranslator, which mixes this class in
+    locals: dict[str, Any]
+    f_globals: dict
+    root_globals: dict
+    globals_source: GlobalsSource
+
     def _load_local(self, name: str):
         from ..translator import LazyArgument
 

@@ -12,6 +12,7 @@ source; submodules are guarded by identity.
 from __future__ import annotations
 
 import types
+from collections.abc import Sized
 from typing import Any
 
 import torch
@@ -134,7 +135,7 @@ class NNModuleVariable(VariableTracker):
             if name == "items":
                 return TupleVariable([TupleVariable([ConstantVariable(k), v])
                                       for k, v in zip(self.module.keys(), self._submodules(tx), strict=True)])
-        if name == "__len__":
+        if name == "__len__" and isinstance(self.module, Sized):
             return ConstantVariable(len(self.module))
         return self.var_getattr(tx, name).call_function(tx, args, kwargs)
 
