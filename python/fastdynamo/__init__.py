@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import sys
 
+from ._version import __version__
+
 SUPPORTED_PYTHONS = ((3, 11),)
-__version__ = "0.1.0"
 
 if sys.version_info[:2] not in SUPPORTED_PYTHONS:
     _names = ", ".join(f"{major}.{minor}" for major, minor in SUPPORTED_PYTHONS)

@@ -9,7 +9,7 @@ import functools
 from types import CodeType
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from . import __version__
+from ._version import __version__
 
 if TYPE_CHECKING:
     from . import _native as _stub
