@@ -35,7 +35,8 @@ from .variables.containers import DictVariable, ListVariable, SetVariable, Tuple
 from .variables.functions import PartialVariable, UserFunctionVariable, UserMethodVariable
 from .variables.misc import ClassVariable, PythonModuleVariable, UserObjectVariable, is_trusted_module
 from .variables.nn_module import NNModuleVariable
-from .variables.torch_functions import GradModeExitVariable, GradModeVariable, TorchFunctionVariable
+from .variables.torch_functions import (GradModeExitVariable, GradModeVariable, TorchFunctionVariable,
+                                        is_is_compiling)
 
 _PLAIN_CONSTANTS = (int, float, bool, str, bytes, type(None))
 
@@ -197,6 +198,9 @@ def wrap_value(tx, value: Any, source: Source | None) -> VariableTracker:
     if is_modelled_builtin(value):
         guard(id_is(value))
         return BuiltinVariable(value, source)
+    if is_is_compiling(value):
+        guard(id_is(value))
+        return TorchFunctionVariable(value, source)
     if is_torch_callable(value) and not isinstance(value, type):
         guard(id_is(value))
         return TorchFunctionVariable(value, source)
