@@ -428,12 +428,6 @@ def test_break_in_method_call_argument():
 
 # ---------------------------------------------------------------- unsupported opcodes
 
-def import_inside(x):
-    y = x * 2
-    import math  # BREAK
-    return y * math.pi
-
-
 class Holder:
     pass
 
@@ -469,7 +463,6 @@ def holder(i):
 
 
 @pytest.mark.parametrize("fn, make, opcode", [
-    (import_inside, lambda i: call(vec(i)), "IMPORT_NAME"),
     (delete_attribute, lambda i: call(vec(i), holder(i)), "DELETE_ATTR"),
     (class_inside, lambda i: call(vec(i)), "LOAD_BUILD_CLASS"),
     (match_statement, lambda i: call(vec(i, n=3 + i % 2)), "MATCH_SEQUENCE"),

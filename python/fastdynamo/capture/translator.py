@@ -22,8 +22,8 @@ from .output_graph import OutputGraph
 from .. import config
 from ..bytecode import Instruction, instructions_from_code, version
 from ..exc import Unsupported, unsupported
-from .opcodes import (BuildOpcodes, CallOpcodes, ContextOpcodes, IterationOpcodes, JumpOpcodes,
-                      LoadStoreOpcodes, OperatorOpcodes, StackOpcodes)
+from .opcodes import (BuildOpcodes, CallOpcodes, ContextOpcodes, ImportOpcodes, IterationOpcodes,
+                      JumpOpcodes, LoadStoreOpcodes, OperatorOpcodes, StackOpcodes)
 from .variables.base import VariableTracker
 from .variables.containers import IteratorVariable
 from .variables.functions import CellVariable
@@ -44,7 +44,8 @@ class StopTranslation(Exception):
 
 
 class InstructionTranslator(LoadStoreOpcodes, StackOpcodes, OperatorOpcodes, JumpOpcodes,
-                            CallOpcodes, BuildOpcodes, IterationOpcodes, ContextOpcodes):
+                            CallOpcodes, BuildOpcodes, IterationOpcodes, ContextOpcodes,
+                            ImportOpcodes):
     """Symbolically runs one code object (the compiled frame or an inlined callee)."""
 
     def __init__(self, code: CodeType, f_locals: dict[str, Any], cells: dict[str, CellVariable],

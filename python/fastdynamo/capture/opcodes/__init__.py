@@ -5,11 +5,12 @@ Every handler is a method named after the CPython 3.11 opcode it implements.
 from .build import BuildOpcodes
 from .calls import CallOpcodes
 from .context import ContextOpcodes
+from .imports import ImportOpcodes
 from .iteration import IterationOpcodes
 from .jumps import JumpOpcodes
 from .load_store import LoadStoreOpcodes
 from .operators import OperatorOpcodes
 from .stack import StackOpcodes
 
-__all__ = ["BuildOpcodes", "CallOpcodes", "ContextOpcodes", "IterationOpcodes", "JumpOpcodes",
+__all__ = ["BuildOpcodes", "CallOpcodes", "ContextOpcodes", "ImportOpcodes", "IterationOpcodes", "JumpOpcodes",
            "LoadStoreOpcodes", "OperatorOpcodes", "StackOpcodes"]
