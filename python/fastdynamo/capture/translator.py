@@ -23,7 +23,7 @@ from .. import config
 from ..bytecode import Instruction, instructions_from_code, version
 from ..exc import Unsupported, unsupported
 from .opcodes import (BuildOpcodes, CallOpcodes, ContextOpcodes, ImportOpcodes, IterationOpcodes,
-                      JumpOpcodes, LoadStoreOpcodes, OperatorOpcodes, StackOpcodes)
+                      JumpOpcodes, LoadStoreOpcodes, MatchingOpcodes, OperatorOpcodes, StackOpcodes)
 from .variables.base import VariableTracker
 from .variables.containers import IteratorVariable
 from .variables.functions import CellVariable
@@ -45,7 +45,7 @@ class StopTranslation(Exception):
 
 class InstructionTranslator(LoadStoreOpcodes, StackOpcodes, OperatorOpcodes, JumpOpcodes,
                             CallOpcodes, BuildOpcodes, IterationOpcodes, ContextOpcodes,
-                            ImportOpcodes):
+                            ImportOpcodes, MatchingOpcodes):
     """Symbolically runs one code object (the compiled frame or an inlined callee)."""
 
     def __init__(self, code: CodeType, f_locals: dict[str, Any], cells: dict[str, CellVariable],

@@ -9,8 +9,9 @@ from .imports import ImportOpcodes
 from .iteration import IterationOpcodes
 from .jumps import JumpOpcodes
 from .load_store import LoadStoreOpcodes
+from .matching import MatchingOpcodes
 from .operators import OperatorOpcodes
 from .stack import StackOpcodes
 
 __all__ = ["BuildOpcodes", "CallOpcodes", "ContextOpcodes", "ImportOpcodes", "IterationOpcodes", "JumpOpcodes",
-           "LoadStoreOpcodes", "OperatorOpcodes", "StackOpcodes"]
+           "LoadStoreOpcodes", "MatchingOpcodes", "OperatorOpcodes", "StackOpcodes"]
