@@ -40,6 +40,10 @@ EXPECTED_SUPPORTED = {
     "BEFORE_WITH",
     # imports of modules already imported
     "IMPORT_NAME", "IMPORT_FROM",
+    # exceptions raised and handled in traced code
+    "PUSH_EXC_INFO", "POP_EXCEPT", "CHECK_EXC_MATCH", "RERAISE",
+    # pattern matching
+    "MATCH_MAPPING", "MATCH_SEQUENCE", "MATCH_KEYS", "MATCH_CLASS", "GET_LEN",
 }
 
 

@@ -22,8 +22,10 @@ from .output_graph import OutputGraph
 from .. import config
 from ..bytecode import Instruction, instructions_from_code, version
 from ..exc import Unsupported, unsupported
-from .opcodes import (BuildOpcodes, CallOpcodes, ContextOpcodes, ImportOpcodes, IterationOpcodes,
-                      JumpOpcodes, LoadStoreOpcodes, MatchingOpcodes, OperatorOpcodes, StackOpcodes)
+from .opcodes import (BuildOpcodes, CallOpcodes, ContextOpcodes, ExceptionOpcodes, ImportOpcodes,
+                      IterationOpcodes, JumpOpcodes, LoadStoreOpcodes, MatchingOpcodes, OperatorOpcodes,
+                      StackOpcodes)
+from .opcodes.exceptions import RaisedInTrace
 from .variables.base import VariableTracker
 from .variables.containers import IteratorVariable
 from .variables.functions import CellVariable
@@ -45,7 +47,7 @@ class StopTranslation(Exception):
 
 class InstructionTranslator(LoadStoreOpcodes, StackOpcodes, OperatorOpcodes, JumpOpcodes,
                             CallOpcodes, BuildOpcodes, IterationOpcodes, ContextOpcodes,
-                            ImportOpcodes, MatchingOpcodes):
+                            ImportOpcodes, MatchingOpcodes, ExceptionOpcodes):
     """Symbolically runs one code object (the compiled frame or an inlined callee)."""
 
     def __init__(self, code: CodeType, f_locals: dict[str, Any], cells: dict[str, CellVariable],
@@ -67,6 +69,7 @@ class InstructionTranslator(LoadStoreOpcodes, StackOpcodes, OperatorOpcodes, Jum
         self.depth = depth
         self.stack: list[VariableTracker] = []
         self.kw_names: tuple[str, ...] | None = None
+        self.handled_exceptions: list[VariableTracker] = []  # innermost last (except blocks)
         self.index = 0
         self.lineno = code.co_firstlineno
         self.return_value: VariableTracker | None = None
@@ -105,7 +108,10 @@ class InstructionTranslator(LoadStoreOpcodes, StackOpcodes, OperatorOpcodes, Jum
                 handler = _HANDLERS.get(inst.opname)
                 if handler is None:
                     self.unsupported_opcode(inst)
-                handler(self, inst)
+                try:
+                    handler(self, inst)
+                except RaisedInTrace as raised:  # from a callee this instruction inlined
+                    self.raise_in_trace(inst, raised.exception)
         except Unsupported as err:
             err.where.insert(0, (self.code.co_filename, self.lineno, self.name))
             if self.depth == 0:
