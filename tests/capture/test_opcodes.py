@@ -35,7 +35,7 @@ EXPECTED_SUPPORTED = {
     "BUILD_STRING", "FORMAT_VALUE", "LIST_APPEND", "SET_ADD", "MAP_ADD", "LIST_EXTEND", "SET_UPDATE",
     "DICT_UPDATE", "DICT_MERGE", "LIST_TO_TUPLE", "UNPACK_SEQUENCE", "UNPACK_EX",
     # iteration and generators
-    "GET_ITER", "FOR_ITER", "RETURN_GENERATOR", "YIELD_VALUE",
+    "GET_ITER", "FOR_ITER", "RETURN_GENERATOR", "YIELD_VALUE", "GET_YIELD_FROM_ITER", "SEND",
     # with blocks
     "BEFORE_WITH",
     # imports of modules already imported

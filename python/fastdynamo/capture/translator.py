@@ -27,7 +27,7 @@ from .opcodes import (BuildOpcodes, CallOpcodes, ContextOpcodes, ExceptionOpcode
                       StackOpcodes)
 from .opcodes.exceptions import RaisedInTrace
 from .variables.base import VariableTracker
-from .variables.containers import IteratorVariable
+from .variables.generators import GeneratorVariable
 from .variables.functions import CellVariable
 
 
@@ -74,7 +74,9 @@ class InstructionTranslator(LoadStoreOpcodes, StackOpcodes, OperatorOpcodes, Jum
         self.lineno = code.co_firstlineno
         self.return_value: VariableTracker | None = None
         self.is_generator = bool(code.co_flags & version.CO_GENERATOR)
-        self.yielded: list[VariableTracker] = []
+        # Set by YIELD_VALUE: the value a generator's translator hands out (it then
+        # pauses, see resume_generator).
+        self.yielded: VariableTracker | None = None
         # Steps are instructions run by this translator; the compiled frame's
         # translator (depth 0) stops before step ``stop_at_step`` (a graph break) and
         # remembers the first step at which each instruction ran (loop headers).
@@ -92,7 +94,7 @@ class InstructionTranslator(LoadStoreOpcodes, StackOpcodes, OperatorOpcodes, Jum
         and ``first_steps``, which :mod:`fastdynamo.graph_break` uses to split the frame.
         """
         try:
-            while self.return_value is None:
+            while self.return_value is None and self.yielded is None:
                 if self.index >= len(self.instructions):
                     raise unsupported("fell off the end of the bytecode")
                 if self.steps == self.stop_at_step:
@@ -152,11 +154,18 @@ class InstructionTranslator(LoadStoreOpcodes, StackOpcodes, OperatorOpcodes, Jum
             raise unsupported(f"inlining deeper than {config.max_inline_depth} calls ({name})")
         child = InstructionTranslator(code, bound, cells, f_globals, self.f_builtins, globals_source,
                                       self.output, self.root_globals, self.depth + 1, name)
-        result = child.run()
         if child.is_generator:
-            # A generator run to completion: its values, in order, as an iterator.
-            return IteratorVariable(child.yielded)
-        return result
+            return GeneratorVariable(child)  # runs as its items are pulled
+        return child.run()
+
+    def resume_generator(self) -> VariableTracker | None:
+        """Run this generator's translator to its next ``yield`` (the value) or its
+        return (None)."""
+        if self.return_value is not None:
+            return None
+        self.run()
+        value, self.yielded = self.yielded, None
+        return value
 
 
 _DECODED: "weakref.WeakKeyDictionary[CodeType, tuple]" = weakref.WeakKeyDictionary()
