@@ -14,6 +14,8 @@ pub enum Check {
     LenIs(usize),
     IsNone,
     NotNone,
+    /// `key in value` is `present` (a mapping key that must stay absent, or present).
+    Contains(Py<PyAny>, bool),
     Tensor(Box<TensorCheck>),
 }
 
@@ -50,6 +52,14 @@ impl Check {
             "len_is" => Ok(Check::LenIs(arg(1)?.extract().map_err(|_| bad(spec, "len_is needs an int >= 0"))?)),
             "is_none" => Ok(Check::IsNone),
             "not_none" => Ok(Check::NotNone),
+            "contains" => {
+                let key = arg(1)?;
+                if !is_plain_constant(&key) {
+                    return Err(bad(spec, "contains needs a plain constant key"));
+                }
+                let present = arg(2)?.extract().map_err(|_| bad(spec, "contains needs a bool"))?;
+                Ok(Check::Contains(key.unbind(), present))
+            }
             "tensor" => Ok(Check::Tensor(Box::new(TensorCheck::parse(&tuple)?))),
             _ => Err(bad(spec, "unknown check kind")),
         }
@@ -70,6 +80,7 @@ impl Check {
             Check::LenIs(expected) => value.len().is_ok_and(|n| n == *expected),
             Check::IsNone => value.is_none(),
             Check::NotNone => !value.is_none(),
+            Check::Contains(key, present) => value.contains(key.bind(py)).is_ok_and(|found| found == *present),
             Check::Tensor(check) => return check.run(value, name, reason),
         };
         if !ok {
@@ -94,6 +105,10 @@ impl Check {
             }
             Check::IsNone => write!(out, "{name} is None, got {got_type}"),
             Check::NotNone => write!(out, "{name} is not None, got None"),
+            Check::Contains(key, present) => {
+                let verb = if *present { "in" } else { "not in" };
+                write!(out, "{} {verb} {name}", short_repr(key.bind(py)))
+            }
             Check::Tensor(_) => Ok(()),
         };
     }

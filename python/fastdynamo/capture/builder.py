@@ -34,6 +34,7 @@ from .variables.constant import ConstantVariable, PureFunctionVariable, wrap_con
 from .variables.containers import DictVariable, ListVariable, SetVariable, TupleVariable
 from .variables.functions import PartialVariable, UserFunctionVariable, UserMethodVariable
 from .variables.misc import ClassVariable, PythonModuleVariable, UserObjectVariable, is_trusted_module
+from .variables.environ import wrap_environ
 from .variables.nn_module import NNModuleVariable
 from .variables.torch_functions import (GradModeExitVariable, GradModeVariable, TorchFunctionVariable,
                                         is_is_compiling)
@@ -104,6 +105,10 @@ def wrap_value(tx, value: Any, source: Source | None) -> VariableTracker:
         if source is not None:
             tx.output.add_guard(source, check)
 
+    environ = wrap_environ(value, source)
+    if environ is not None:
+        guard(id_is(value))
+        return environ
     if isinstance(value, torch.Tensor):
         if source is None:
             raise unsupported("a tensor that the rewritten code cannot load (no source)")
