@@ -35,3 +35,15 @@ def test_contains_needs_a_constant_key_and_a_bool(native):
         g.compile_guards([g.Guard(A, ("contains", object(), True))])
     with pytest.raises(ValueError, match="bad guard spec"):
         g.compile_guards([g.Guard(A, ("contains", "k", "yes"))])
+
+
+def test_keys_are_checks_a_dicts_key_order(native):
+    guard_set = g.compile_guards([g.Guard(A, ("keys_are", ("a", 1)))])
+    assert guard_set.check(frame_for(native, {"a": 0, 1: 0}))
+    assert not guard_set.check(frame_for(native, {1: 0, "a": 0}))  # reordered
+    assert not guard_set.check(frame_for(native, {"a": 0}))  # fewer
+    assert not guard_set.check(frame_for(native, {"a": 0, 1: 0, 2: 0}))  # more
+    assert not guard_set.check(frame_for(native, {"a": 0, 1.0: 0}))  # 1.0 == 1, another type
+    assert "another order" in guard_set.failure_reason(frame_for(native, {1: 0, "a": 0}))
+    with pytest.raises(ValueError, match="bad guard spec"):
+        g.compile_guards([g.Guard(A, ("keys_are", [object()]))])
