@@ -1,10 +1,7 @@
-"""Jumps, conditional branches, return and raise."""
+"""Jumps, conditional branches and return (raise: exceptions.py)."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, cast
-
-from ...exc import unsupported
-from ..variables.misc import ClassVariable
 
 if TYPE_CHECKING:
     from ..translator import InstructionTranslator
@@ -56,12 +53,3 @@ class JumpOpcodes:
 
     def RETURN_VALUE(self, inst):
         self.return_value = self.pop()
-
-    def RAISE_VARARGS(self, inst):
-        args = self.popn(inst.arg)
-        if not args:
-            raise unsupported("re-raise")
-        what = args[0]
-        if isinstance(what, ClassVariable):
-            raise unsupported(f"raise {what.cls.__name__}")
-        raise unsupported(f"raise {what.describe()}")
