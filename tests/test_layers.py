@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,6 +25,15 @@ def test_the_package_keeps_its_layers():
     result = lint_imports(ROOT / "python", ROOT / "pyproject.toml")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "3 kept, 0 broken" in result.stdout
+
+
+def test_every_module_of_the_package_has_a_layer():
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    layers = next(c for c in config["contracts"] if c["id"] == "layers")["layers"]
+    layered = {name.strip() for layer in layers for name in layer.split("|")}
+    top_level = {f"fastdynamo.{path.stem}" for path in PACKAGE.glob("*.py") if path.stem != "__init__"}
+    top_level |= {f"fastdynamo.{path.parent.name}" for path in PACKAGE.glob("*/__init__.py")}
+    assert top_level - layered == set()
 
 
 # (module, import added to it, the contract it breaks)

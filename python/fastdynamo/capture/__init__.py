@@ -84,6 +84,7 @@ def translate(code: CodeType, localsplus: list, f_globals: dict, f_builtins: Any
     try:
         with run:
             returned = run.tx.run()
+            assert returned is not None, "frames of generators are not translated"
             plans = OutputPlanBuilder()
             output = plans.plan(returned)
             effects = run.output.side_effects.plans(plans)

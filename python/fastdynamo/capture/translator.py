@@ -96,8 +96,9 @@ class InstructionTranslator(LoadStoreOpcodes, StackOpcodes, OperatorOpcodes, Jum
         self.current_index = 0
 
     # -- the loop -----------------------------------------------------------------
-    def run(self) -> VariableTracker:
-        """Run to ``RETURN_VALUE``; return the symbolic return value.
+    def run(self) -> VariableTracker | None:
+        """Run to ``RETURN_VALUE``; return the symbolic return value (None when a
+        generator's translator stops at a ``yield``).
 
         An :class:`Unsupported` leaving the compiled frame's translator carries
         ``root_index``/``root_step`` (the instruction of this frame that was running)
@@ -166,7 +167,9 @@ class InstructionTranslator(LoadStoreOpcodes, StackOpcodes, OperatorOpcodes, Jum
                                       self.output, self.root_globals, self.depth + 1, name)
         if child.is_generator:
             return GeneratorVariable(child)  # runs as its items are pulled
-        return child.run()
+        returned = child.run()
+        assert returned is not None, "only a generator's translator stops at a yield"
+        return returned
 
     def resume_generator(self) -> VariableTracker | None:
         """Run this generator's translator to its next ``yield`` (the value) or its

@@ -1,17 +1,14 @@
 """Loads and stores: locals, constants, globals, cells, attributes."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ...bytecode import version
 from ...exc import unsupported
-from ..builder import wrap_code_constant, wrap_value
+from ..builder import GlobalsSource, wrap_code_constant, wrap_value
 from ..side_effects import where_of
 from ..variables.base import NULL
 from ..variables.functions import CellVariable
-
-if TYPE_CHECKING:
-    from ..builder import GlobalsSource
 
 
 class LoadStoreOpcodes:
