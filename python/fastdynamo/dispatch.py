@@ -12,7 +12,7 @@ graph's outputs (or a tuple of them). The transformed code stays the reference: 
 direct call reads the same sources, returns the same object, and leaves anything else
 (an unreadable input, a graph error the transformed code's fallback handles) to it.
 
->>> from fastdynamo.codegen import BuildTuple, GraphOutput
+>>> from fastdynamo.plans import BuildTuple, GraphOutput, Shared
 >>> direct_output(GraphOutput(0), [])
 0
 >>> direct_output(BuildTuple([GraphOutput(1), GraphOutput(0)]), [])
@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .codegen import BuildTuple, GraphOutput, Shared
+from .plans import BuildTuple, GraphOutput, Shared
 
 
 def direct_output(plan: Any, effects: Sequence[Any]) -> int | tuple[int, ...] | None:
@@ -44,13 +44,15 @@ def direct_output(plan: Any, effects: Sequence[Any]) -> int | tuple[int, ...] | 
     return None
 
 
-def direct_call_for(runtime: Any, capture: Any, has_fallback: bool, grad_mode: bool) -> Any:
-    """The ``DirectCall`` for a whole-frame capture, or None (see :func:`direct_output`)."""
-    output = direct_output(capture.output_plan, capture.effects)
-    if output is None or capture.compiled_fn is None:
+def direct_call_for(runtime: Any, capture: Any, compiled_fn: Any, has_fallback: bool,
+                    grad_mode: bool) -> Any:
+    """The ``DirectCall`` of ``compiled_fn`` for a whole-frame capture, or None (see
+    :func:`direct_output`)."""
+    output = direct_output(capture.output, capture.effects)
+    if output is None:
         return None
     inputs = [source.spec() for source in capture.graph_inputs]
-    return runtime.DirectCall(capture.compiled_fn, inputs, output, has_fallback, grad_mode)
+    return runtime.DirectCall(compiled_fn, inputs, output, has_fallback, grad_mode)
 
 
 __all__ = ["direct_call_for", "direct_output"]

@@ -11,6 +11,7 @@ pub mod frame;
 pub mod function;
 pub mod hook;
 pub mod layout;
+pub mod list;
 pub mod object;
 pub mod tensor;
 pub mod torch_tls;

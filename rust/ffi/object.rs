@@ -123,14 +123,6 @@ impl<'a> ArgumentBuffer<'a> {
         }
     }
 
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     pub fn arguments(&self) -> Arguments<'_> {
         let pointers = if self.heap.is_empty() { &self.inline[..self.len] } else { &self.heap[..] };
         Arguments { pointers }
