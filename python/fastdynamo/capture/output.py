@@ -17,7 +17,10 @@ from ..exc import unsupported
 from .builder import ROOT_GLOBALS
 from .variables.base import MethodCallVariable, VariableTracker
 from .variables.constant import ConstantVariable
-from .variables.containers import DictVariable, IteratorVariable, ListIteratorVariable, ListVariable, TupleVariable
+from .variables.dict_views import VIEW_METHODS, DictIteratorVariable, DictViewVariable, advanced
+from .variables.iterators import LazyIteratorVariable
+from .variables.containers import (DictVariable, IteratorVariable, ListIteratorVariable, ListVariable,
+                                   TupleVariable, is_namedtuple_type)
 from .variables.functions import NestedFunctionVariable, UserMethodVariable
 from .variables.misc import ExceptionVariable
 from .variables.tensor import TensorMethodVariable, TensorVariable
@@ -51,6 +54,9 @@ class OutputPlanBuilder:
             return self._shared_plan(value)
         if isinstance(value, ConstantVariable):
             return _constant_plan(value.value)
+        container_part = self._view_or_iterator(value)
+        if container_part is not None:
+            return container_part
         if value.source is not None:
             return FromSource(value.source)
         if value.is_python_constant():
@@ -76,11 +82,31 @@ class OutputPlanBuilder:
             items = [self.plan(item) for item in value.items]
             if value.tuple_type is tuple:
                 return BuildTuple(items)
+            if is_namedtuple_type(value.tuple_type):  # NT(a, b), not NT((a, b))
+                return Call(Constant(tuple.__new__), [Constant(value.tuple_type), BuildTuple(items)])
             return Call(Constant(value.tuple_type), [BuildTuple(items)])
         if isinstance(value, ListVariable):
             return BuildList([self.plan(item) for item in value.items])
         return BuildDict([(Constant(k), self.plan(v)) for k, v in value.items.items()])
 
+
+    def _view_or_iterator(self, value: VariableTracker) -> OutputPlan | None:
+        """Dict views of the rebuilt dict, and iterators rebuilt in their state (one
+        object, shared by every place that holds it)."""
+        if isinstance(value, DictViewVariable):
+            return Call(Constant(VIEW_METHODS[value.kind]), [self.plan(value.dict_var)])
+        if isinstance(value, LazyIteratorVariable):
+            return self._shared_plan(value, lambda lazy: lazy.rebuild(self.plan))
+        if isinstance(value, DictIteratorVariable):
+            return self._shared_plan(value, self._dict_iterator_plan)
+        return None
+
+    def _dict_iterator_plan(self, value: DictIteratorVariable) -> OutputPlan:
+        if value.finished:  # exhausted for good, like CPython's
+            return Call(Constant(iter), [Call(Constant(VIEW_METHODS[value.kind]), [BuildDict([])])])
+        view = Call(Constant(VIEW_METHODS[value.kind]), [self.plan(value.dict_var)])
+        fresh = Call(Constant(reversed if value.reverse else iter), [view])
+        return Call(Constant(advanced), [fresh, Constant(value.index)])
 
     def _rebuild_callable_or_iterator(self, value: VariableTracker) -> OutputPlan | None:
         """Values only seen mid-frame (a graph break's stack): bound methods, iterators,

@@ -13,7 +13,7 @@ class IterationOpcodes:
     def FOR_ITER(self, inst):
         if not isinstance(self.stack[-1], IteratorVariable):
             raise unsupported(f"iterating over {self.stack[-1].describe()}")
-        item = self.stack[-1].next_item()
+        item = self.stack[-1].next_item(self)
         if item is None:
             self.pop()
             self.jump(inst)

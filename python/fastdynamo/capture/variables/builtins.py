@@ -50,6 +50,9 @@ class BuiltinVariable(CallableVariable):
     """A Python builtin function or type."""
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
+        from .arity import check_call_arity
+
+        check_call_arity(self.fn, args, kwargs)
         handler = _HANDLERS.get(self.fn)
         if handler is not None:
             result = handler(tx, *args, **kwargs)
@@ -135,7 +138,9 @@ def _range(tx, *args):
 
 
 @handles(iter)
-def _iter(tx, value):
+def _iter(tx, value, *sentinel):
+    if sentinel:
+        raise unsupported("iter(callable, sentinel)")
     return iterate(tx, value)
 
 
@@ -143,7 +148,7 @@ def _iter(tx, value):
 def _next(tx, iterator, *default):
     if not isinstance(iterator, IteratorVariable):
         raise unsupported(f"next() on {iterator.describe()}")
-    item = iterator.next_item()
+    item = iterator.next_item(tx)
     if item is None:
         if default:
             return default[0]
@@ -152,31 +157,36 @@ def _next(tx, iterator, *default):
 
 
 @handles(enumerate)
-def _enumerate(tx, iterable, start=None):
+def _enumerate(tx, iterable=None, start=None, **kwargs):
+    from .iterators import EnumerateVariable
+
+    iterable = iterable if iterable is not None else kwargs["iterable"]
     first = start.as_python_constant() if start is not None else 0
-    return snapshot_iterator([TupleVariable([ConstantVariable(first + i), item])
-                              for i, item in enumerate(iterable.unpack_var_sequence(tx))], [iterable])
+    if type(first) is not int:
+        raise unsupported(f"enumerate() start of type {type(first).__name__}")
+    return EnumerateVariable(iterate(tx, iterable), first)
 
 
 @handles(zip)
 def _zip(tx, *iterables, strict=None):
-    columns = [it.unpack_var_sequence(tx) for it in iterables]
-    return snapshot_iterator([TupleVariable(list(row)) for row in zip(*columns)], list(iterables))
+    from .iterators import ZipVariable
+
+    return ZipVariable([iterate(tx, it) for it in iterables],
+                       strict=bool(strict.truth(tx)) if strict is not None else False)
 
 
 @handles(map)
 def _map(tx, fn, *iterables):
-    columns = [it.unpack_var_sequence(tx) for it in iterables]
-    return snapshot_iterator([fn.call_function(tx, list(row), {}) for row in zip(*columns)],
-                             list(iterables))
+    from .iterators import MapVariable
+
+    return MapVariable(fn, [iterate(tx, it) for it in iterables])
 
 
 @handles(filter)
 def _filter(tx, fn, iterable):
-    items = iterable.unpack_var_sequence(tx)
-    if fn.is_python_constant() and fn.as_python_constant() is None:
-        return snapshot_iterator([i for i in items if i.truth(tx)], [iterable])
-    return snapshot_iterator([i for i in items if fn.call_function(tx, [i], {}).truth(tx)], [iterable])
+    from .iterators import FilterVariable
+
+    return FilterVariable(fn, iterate(tx, iterable))
 
 
 @handles(reversed)
@@ -254,12 +264,15 @@ def _abs(tx, value):
 
 @handles(any)
 def _any(tx, iterable):
-    return ConstantVariable(any(item.truth(tx) for item in iterable.unpack_var_sequence(tx)))
+    # pulls one item at a time and stops at the first true one, as CPython does
+    iterator = iterate(tx, iterable)
+    return ConstantVariable(any(item.truth(tx) for item in iter(lambda: iterator.next_item(tx), None)))
 
 
 @handles(all)
 def _all(tx, iterable):
-    return ConstantVariable(all(item.truth(tx) for item in iterable.unpack_var_sequence(tx)))
+    iterator = iterate(tx, iterable)
+    return ConstantVariable(all(item.truth(tx) for item in iter(lambda: iterator.next_item(tx), None)))
 
 
 @handles(bool)

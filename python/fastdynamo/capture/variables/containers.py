@@ -49,6 +49,9 @@ class BaseSequenceVariable(VariableTracker):
         return type(self)(items)
 
     def call_method(self, tx, name, args, kwargs) -> VariableTracker:
+        from .arity import check_arity
+
+        check_arity(self.python_type(), name, args, kwargs)
         if name == "index" and all(a.is_python_constant() for a in args):
             return ConstantVariable(self.as_python_constant().index(*[a.as_python_constant() for a in args]))
         if name == "count" and args[0].is_python_constant():
@@ -58,7 +61,9 @@ class BaseSequenceVariable(VariableTracker):
         if name == "__getitem__":
             return self.getitem(tx, args[0])
         if name == "__contains__":
-            return ConstantVariable(args[0].as_python_constant() in self.as_python_constant())
+            from ..operators import contains_op
+
+            return ConstantVariable(contains_op(tx, args[0], self))
         raise unsupported(f"{self.python_type().__name__}.{name}()")
 
 
@@ -74,7 +79,7 @@ class TupleVariable(BaseSequenceVariable):
 
     def as_python_constant(self) -> Any:
         values = tuple(item.as_python_constant() for item in self.items)
-        return values if self.tuple_type is tuple else self.tuple_type(values)
+        return values if self.tuple_type is tuple else rebuild_tuple(self.tuple_type, values)
 
     def graph_arg(self, fake: bool) -> Any:
         return tuple(item.graph_arg(fake) for item in self.items)
@@ -95,6 +100,17 @@ class TupleVariable(BaseSequenceVariable):
 
     def describe(self) -> str:
         return f"TupleVariable(len={len(self.items)})"
+
+
+def is_namedtuple_type(cls: type) -> bool:
+    return issubclass(cls, tuple) and hasattr(cls, "_fields")
+
+
+def rebuild_tuple(cls: type, values: tuple) -> tuple:
+    """A ``cls`` instance holding ``values``: ``tuple.__new__`` for a namedtuple (as its
+    ``_make`` does: no user ``__new__``/``__init__`` runs), ``cls(values)`` for a
+    structseq such as ``torch.return_types.max``."""
+    return tuple.__new__(cls, values) if is_namedtuple_type(cls) else cls(values)
 
 
 class ListVariable(BaseSequenceVariable):
@@ -127,6 +143,9 @@ class ListVariable(BaseSequenceVariable):
     def call_method(self, tx, name, args, kwargs) -> VariableTracker:
         mutators = {"append", "extend", "pop", "insert", "clear", "reverse", "remove", "sort",
                     "__setitem__", "__delitem__"}
+        from .arity import check_arity
+
+        check_arity(list, name, args, kwargs)
         if name not in mutators:
             if name == "copy":
                 return ListVariable(list(self.items))
@@ -141,7 +160,7 @@ class ListVariable(BaseSequenceVariable):
         if name == "append":
             self.items.append(args[0])
         elif name == "extend":
-            self.items.extend(args[0].unpack_var_sequence(tx))
+            self._extend(tx, args[0])
         elif name == "pop":
             return self.items.pop(*[a.as_python_constant() for a in args])
         elif name == "insert":
@@ -160,6 +179,14 @@ class ListVariable(BaseSequenceVariable):
                                   **{k: v.as_python_constant() for k, v in kwargs.items()})
             self.items = [ConstantVariable(v) for v in values]
         return ConstantVariable(None)
+
+    def _extend(self, tx, iterable: VariableTracker) -> None:
+        if not isinstance(iterable, IteratorVariable):
+            self.items.extend(iterable.unpack_var_sequence(tx))  # a copy first, as CPython
+            return
+        # item by item: a lazy iterator's function may read the list as it grows
+        while (item := iterable.next_item(tx)) is not None:
+            self.items.append(item)
 
     def describe(self) -> str:
         return f"ListVariable(len={len(self.items)})"
@@ -196,19 +223,24 @@ class DictVariable(VariableTracker):
             raise unsupported(f"KeyError {key!r} in {self.describe()}")
         return self.items[key]
 
-    def check_mutable(self, tx) -> None:
+    def check_mutable(self, tx, keys_change: bool = True) -> None:
         """Called before every in-place change: a dict from the frame records it."""
-        record_mutation(tx, self)
+        record_mutation(tx, self, keys_change)
 
     def setitem(self, tx, index, value) -> None:
-        self.check_mutable(tx)
-        self.items[index.as_python_constant()] = value
+        key = index.as_python_constant()
+        self.check_mutable(tx, keys_change=key not in self.items)
+        self.items[key] = value
 
     def call_method(self, tx, name, args, kwargs) -> VariableTracker:
+        from .arity import check_arity
+        from .dict_views import DictIteratorVariable, DictViewVariable
+
+        check_arity(dict, name, args, kwargs)
         if name in ("keys", "values", "items"):
-            view = TupleVariable(_dict_view(self, name))
-            view.view_of = self  # iterating it must stop at a change of the dict, as a view does
-            return view
+            return DictViewVariable(self, name)
+        if name in ("__iter__", "__reversed__"):
+            return DictIteratorVariable(self, "keys", reverse=name == "__reversed__")
         if name == "get":
             key = args[0].as_python_constant()
             default = args[1] if len(args) > 1 else ConstantVariable(None)
@@ -223,7 +255,7 @@ class DictVariable(VariableTracker):
             return DictVariable(self.items)
         if name not in _DICT_MUTATORS:
             raise unsupported(f"dict.{name}()")
-        self.check_mutable(tx)
+        self.check_mutable(tx, keys_change=name != "__setitem__")
         if name == "__setitem__":
             self.setitem(tx, args[0], args[1])
         elif name == "__delitem__":
@@ -247,6 +279,11 @@ class DictVariable(VariableTracker):
                                          args[1] if len(args) > 1 else ConstantVariable(None))
         elif name == "clear":
             self.items.clear()
+        elif name == "popitem":
+            if not self.items:
+                raise unsupported("KeyError from dict.popitem() on an empty dict")
+            key, value = self.items.popitem()
+            return TupleVariable([ConstantVariable(key), value])
         else:
             raise unsupported(f"dict.{name}()")
         return ConstantVariable(None)
@@ -255,26 +292,21 @@ class DictVariable(VariableTracker):
         return f"DictVariable(keys={list(self.items)!r})"
 
 
-def _dict_view(d: "DictVariable", name: str) -> list[VariableTracker]:
-    if name == "keys":
-        return [ConstantVariable(k) for k in d.items]
-    if name == "values":
-        return list(d.items.values())
-    return [TupleVariable([ConstantVariable(k), v]) for k, v in d.items.items()]
+_DICT_MUTATORS = frozenset({"__setitem__", "__delitem__", "update", "pop", "setdefault", "clear",
+                            "popitem"})
 
 
-_DICT_MUTATORS = frozenset({"__setitem__", "__delitem__", "update", "pop", "setdefault", "clear"})
-
-
-def record_mutation(tx, container: VariableTracker) -> None:
+def record_mutation(tx, container: VariableTracker, keys_change: bool = True) -> None:
     """``container`` is about to change in place: for one read from the frame, a side
     effect (the caller's object gets its final items after the graph ran).
 
-    An iterator made from a copy of its items (``enumerate``, ``zip``, a dict's keys)
-    would not see the change, as CPython's would: while one is in use, unsupported.
+    An iterator made from a copy of its items (``reversed``, ``sorted``) would not see
+    the change, as CPython's would; a dict iterator sees new values but not new keys
+    (CPython raises RuntimeError): while one is in use, unsupported.
     """
-    if any(not it.exhausted() for it in getattr(container, "snapshots", ())):
-        raise unsupported(f"changing {container.describe()} while iterating over it")
+    for it in getattr(container, "snapshots", ()):
+        if not it.exhausted() and (keys_change or not getattr(it, "reads_live_values", False)):
+            raise unsupported(f"changing {container.describe()} while iterating over it")
     if container.source is not None:
         from ..side_effects import where_of
 
@@ -354,7 +386,7 @@ class IteratorVariable(VariableTracker):
         self.items = items if isinstance(items, ConstantRange) else list(items)
         self.index = 0
 
-    def next_item(self) -> VariableTracker | None:
+    def next_item(self, tx=None) -> VariableTracker | None:
         if self.index >= len(self.items):
             return None
         self.index += 1
@@ -367,6 +399,10 @@ class IteratorVariable(VariableTracker):
 
     def exhausted(self) -> bool:
         return self.index >= len(self.items)
+
+    def has_items_left(self) -> bool:
+        """Whether a ``for`` loop over it runs its body (False when unknown)."""
+        return len(self.items) > self.index
 
     def remaining(self):
         """What is left to iterate: a ``range`` or a list of trackers."""
@@ -390,7 +426,7 @@ class ListIteratorVariable(IteratorVariable):
     def items(self) -> list[VariableTracker]:
         return [] if self.exhausted else self.sequence.items
 
-    def next_item(self) -> VariableTracker | None:
+    def next_item(self, tx=None) -> VariableTracker | None:
         item = super().next_item()
         self.exhausted = item is None
         return item
@@ -407,6 +443,12 @@ def iterate(tx, value: VariableTracker) -> IteratorVariable:
         return value
     if isinstance(value, ListVariable):
         return ListIteratorVariable(value)
+    if isinstance(value, DictVariable):
+        return value.call_method(tx, "__iter__", [], {})
+    from .dict_views import DictViewVariable
+
+    if isinstance(value, DictViewVariable):
+        return value.call_method(tx, "__iter__", [], {})
     if value.is_python_constant() and type(value.as_python_constant()) is range:
         return IteratorVariable(ConstantRange(value.as_python_constant()))
     return snapshot_iterator(value.unpack_var_sequence(tx), [value])
