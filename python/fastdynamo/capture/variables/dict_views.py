@@ -54,7 +54,10 @@ class DictViewVariable(VariableTracker):
         return VIEW_TYPES[self.kind]
 
     def as_python_constant(self) -> Any:
-        # A view of a copy: only used to compute results (set algebra, comparisons).
+        # A view of a copy: only used to compute results (set algebra, comparisons);
+        # a keys view needs only the keys.
+        if self.kind == "keys":
+            return dict.fromkeys(self.dict_var.items).keys()
         return VIEW_METHODS[self.kind](self.dict_var.as_python_constant())
 
     def truth(self, tx) -> bool:
