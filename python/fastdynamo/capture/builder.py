@@ -32,6 +32,7 @@ from ..exc import unsupported
 from .variables.base import MethodCallVariable, VariableTracker
 from .variables.constant import ConstantVariable, PureFunctionVariable, wrap_constant_result
 from .variables.containers import DictVariable, ListVariable, SetVariable, TupleVariable
+from .variables.dict_order import OrderGuard
 from .variables.functions import PartialVariable, UserFunctionVariable, UserMethodVariable
 from .variables.misc import ClassVariable, PythonModuleVariable, UserObjectVariable, is_trusted_module
 from .variables.nn_module import NNModuleVariable
@@ -129,9 +130,10 @@ def wrap_value(tx, value: Any, source: Source | None) -> VariableTracker:
             raise unsupported("dict with keys other than str/int")
         guard(type_is(dict))
         guard(len_is(len(value)))
-        return _tracked(tx, value, DictVariable(
-            {k: wrap_value(tx, v, ItemSource(source, k) if source is not None else None)
-             for k, v in value.items()}, source=source))
+        var = DictVariable({k: wrap_value(tx, v, ItemSource(source, k) if source is not None else None)
+                            for k, v in value.items()}, source=source)
+        var.order_guard = OrderGuard(tx, source, value.keys()) if source is not None else None
+        return _tracked(tx, value, var)
     if type(value) in (set, frozenset) and all(is_plain_constant(v) for v in value):
         if type(value) is frozenset:
             guard(equals(value))

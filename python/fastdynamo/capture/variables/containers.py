@@ -195,14 +195,24 @@ class ListVariable(BaseSequenceVariable):
 class DictVariable(VariableTracker):
     """A dict with constant keys."""
 
+    # A dict from the frame: an OrderGuard (dict_order.py), called when the trace first
+    # depends on its key order.
+    order_guard = None
+
     def __init__(self, items: dict[Any, VariableTracker], source=None):
         self.items = dict(items)
         self.source = source
+
+    def uses_order(self, what: str) -> None:
+        """The trace depends on the key order from here on (``what`` names how)."""
+        if self.order_guard is not None:
+            self.order_guard(what)
 
     def python_type(self) -> type:
         return dict
 
     def as_python_constant(self) -> Any:
+        self.uses_order("reading a dict as a constant")
         return {k: v.as_python_constant() for k, v in self.items.items()}
 
     def graph_arg(self, fake: bool) -> Any:
@@ -215,6 +225,7 @@ class DictVariable(VariableTracker):
         return bool(self.items)
 
     def unpack_var_sequence(self, tx) -> list[VariableTracker]:
+        self.uses_order("iterating a dict")
         return [ConstantVariable(k) for k in self.items]
 
     def getitem(self, tx, index) -> VariableTracker:
@@ -280,6 +291,7 @@ class DictVariable(VariableTracker):
         elif name == "clear":
             self.items.clear()
         elif name == "popitem":
+            self.uses_order("dict.popitem()")
             if not self.items:
                 raise unsupported("KeyError from dict.popitem() on an empty dict")
             key, value = self.items.popitem()
@@ -307,6 +319,8 @@ def record_mutation(tx, container: VariableTracker, keys_change: bool = True) ->
     for it in getattr(container, "snapshots", ()):
         if not it.exhausted() and (keys_change or not getattr(it, "reads_live_values", False)):
             raise unsupported(f"changing {container.describe()} while iterating over it")
+    if isinstance(container, DictVariable):
+        container.uses_order("mutating a dict (its final items are written in order)")
     if container.source is not None:
         from ..side_effects import where_of
 
@@ -316,6 +330,7 @@ def record_mutation(tx, container: VariableTracker, keys_change: bool = True) ->
 def dict_items(tx, value: VariableTracker) -> dict[Any, VariableTracker]:
     """Items of a dict-like value (a DictVariable or a sequence of pairs)."""
     if isinstance(value, DictVariable):
+        value.uses_order("copying a dict")
         return dict(value.items)
     pairs = {}
     for pair in value.unpack_var_sequence(tx):

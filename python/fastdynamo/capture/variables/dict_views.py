@@ -64,6 +64,7 @@ class DictViewVariable(VariableTracker):
         return bool(self.dict_var.items)
 
     def unpack_var_sequence(self, tx) -> list[VariableTracker]:
+        self.dict_var.uses_order("iterating a dict view")
         return view_items(self.dict_var, self.kind)
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
@@ -130,6 +131,7 @@ class DictIteratorVariable(IteratorVariable):
         self.dict_var = dict_var
         self.kind = kind
         self.reverse = reverse
+        dict_var.uses_order("iterating a dict")
         self.keys_at_start = tuple(dict_var.items)
         self.index = 0
         self.finished = False
