@@ -43,13 +43,19 @@ def test_iterating_a_dict_argument_is_guarded_or_breaks():
 
 def test_mutated_dict_argument_keeps_the_callers_order():
     def fn(x, d):
-        d["c"] = x + 1  # written back in order: the caller's order must be the traced one
+        d["c"] = x + 1  # written back by pops and an update: the caller's order stays
+        d["a"] = 5
+        del d["b"]
+        d["b"] = 7  # deleted and inserted again: moves to the end, as in Python
         return d
     fastdynamo.reset()
-    compiled = fastdynamo.compile(fn, backend="eager")
-    compiled(x, {"a": 1, "b": 2})
-    got = compiled(x, {"b": 2, "a": 1})
-    assert list(got) == ["b", "a", "c"]
+    rec = Recorder()
+    compiled = fastdynamo.compile(fn, backend="eager", _recorder=rec)
+    for d in ({"a": 1, "b": 2, "z": 0}, {"z": 0, "b": 2, "a": 1}):
+        expected = fn(x, dict(d))
+        got = compiled(x, d)
+        assert got is d and list(got) == list(expected) and got["a"] == 5
+    assert len(rec.captures) == 1 and not rec.breaks  # the trace does not depend on the order
 
 
 class Chain(torch.nn.Module):

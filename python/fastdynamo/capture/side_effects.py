@@ -281,7 +281,8 @@ class SideEffects:
                 effects.append(ReplaceList(FromSource(var.source), items))
             elif isinstance(var, DictVariable):
                 items = BuildDict([(Constant(k), _plan(builder, v, where, what)) for k, v in var.items.items()])
-                effects.append(ReplaceDict(FromSource(var.source), items))
+                # pops and an update (not clear + update): the caller's order stays
+                effects.append(ReplaceDict(FromSource(var.source), items, deleted=tuple(var.deleted_keys)))
         return effects
 
 

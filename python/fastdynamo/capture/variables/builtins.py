@@ -198,7 +198,10 @@ def _reversed(tx, value):
 def _sorted(tx, iterable, **kwargs):
     if any(not v.is_python_constant() for v in kwargs.values()):
         raise unsupported("sorted() with a symbolic key")
-    values = [item.as_python_constant() for item in iterable.unpack_var_sequence(tx)]
+    from .dict_views import unordered_items
+
+    items = iterable.unpack_var_sequence(tx) if "key" in kwargs else unordered_items(tx, iterable)
+    values = [item.as_python_constant() for item in items]
     return ListVariable([wrap_constant_result(v) for v in
                          sorted(values, **{k: v.as_python_constant() for k, v in kwargs.items()})])
 
@@ -222,7 +225,9 @@ def _dict(tx, *args, **kwargs):
 
 @handles(set)
 def _set(tx, iterable=None):
-    items = iterable.unpack_var_sequence(tx) if iterable is not None else []
+    from .dict_views import unordered_items
+
+    items = unordered_items(tx, iterable) if iterable is not None else []
     return SetVariable({i.as_python_constant() for i in items})
 
 
@@ -240,7 +245,10 @@ def _min_max(python_fn, torch_name):
     def handler(tx, *args, **kwargs):
         from .tensor import TensorVariable
 
-        items = args[0].unpack_var_sequence(tx) if len(args) == 1 else list(args)
+        from .dict_views import unordered_items
+
+        items = unordered_items(tx, args[0]) if len(args) == 1 and not kwargs else \
+            args[0].unpack_var_sequence(tx) if len(args) == 1 else list(args)
         if kwargs or any(isinstance(i, TensorVariable) for i in items):
             if len(items) == 2 and not kwargs and all(isinstance(i, TensorVariable) for i in items):
                 import torch

@@ -203,6 +203,12 @@ class DictVariable(VariableTracker):
         self.items = dict(items)
         self.source = source
 
+    @property
+    def deleted_keys(self) -> set:
+        """Keys the trace removed (and maybe inserted again): the effect that writes a
+        frame's dict back pops them, then updates (side_effects.py)."""
+        return self.__dict__.setdefault("_deleted_keys", set())
+
     def uses_order(self, what: str) -> None:
         """The trace depends on the key order from here on (``what`` names how)."""
         if self.order_guard is not None:
@@ -273,6 +279,7 @@ class DictVariable(VariableTracker):
             key = args[0].as_python_constant()
             if key not in self.items:
                 raise unsupported(f"KeyError {key!r} in del")
+            self.deleted_keys.add(key)
             del self.items[key]
         elif name == "update":
             if args:
@@ -281,6 +288,7 @@ class DictVariable(VariableTracker):
         elif name == "pop":
             key = args[0].as_python_constant()
             if key in self.items:
+                self.deleted_keys.add(key)
                 return self.items.pop(key)
             if len(args) > 1:
                 return args[1]
@@ -289,12 +297,14 @@ class DictVariable(VariableTracker):
             return self.items.setdefault(args[0].as_python_constant(),
                                          args[1] if len(args) > 1 else ConstantVariable(None))
         elif name == "clear":
+            self.deleted_keys.update(self.items)
             self.items.clear()
         elif name == "popitem":
             self.uses_order("dict.popitem()")
             if not self.items:
                 raise unsupported("KeyError from dict.popitem() on an empty dict")
             key, value = self.items.popitem()
+            self.deleted_keys.add(key)
             return TupleVariable([ConstantVariable(key), value])
         else:
             raise unsupported(f"dict.{name}()")
@@ -319,8 +329,6 @@ def record_mutation(tx, container: VariableTracker, keys_change: bool = True) ->
     for it in getattr(container, "snapshots", ()):
         if not it.exhausted() and (keys_change or not getattr(it, "reads_live_values", False)):
             raise unsupported(f"changing {container.describe()} while iterating over it")
-    if isinstance(container, DictVariable):
-        container.uses_order("mutating a dict (its final items are written in order)")
     if container.source is not None:
         from ..side_effects import where_of
 

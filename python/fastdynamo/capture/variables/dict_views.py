@@ -193,3 +193,16 @@ def advanced(iterator, steps: int):
 
 __all__ = ["DictIteratorVariable", "DictViewVariable", "VIEW_METHODS", "VIEW_TYPES", "advanced",
            "view_items"]
+
+
+def unordered_items(tx, iterable: VariableTracker) -> list[VariableTracker]:
+    """The items of ``iterable`` for a consumer whose result does not depend on their
+    order (``sorted`` without a key, ``set``, ``min``/``max``): a dict's keys, or its
+    items (pairs with distinct keys), are read without guarding the dict's key order."""
+    from .containers import DictVariable
+
+    if isinstance(iterable, DictVariable):
+        return view_items(iterable, "keys")
+    if isinstance(iterable, DictViewVariable) and iterable.kind in ("keys", "items"):
+        return view_items(iterable.dict_var, iterable.kind)
+    return iterable.unpack_var_sequence(tx)
