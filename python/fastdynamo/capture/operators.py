@@ -15,7 +15,7 @@ from typing import Any, Callable
 from ..exc import unsupported
 from .variables.base import VariableTracker
 from .variables.constant import ConstantVariable, wrap_constant_result
-from .variables.containers import BaseSequenceVariable, IteratorVariable, ListVariable, TupleVariable
+from .variables.containers import BaseSequenceVariable, IteratorVariable, ListVariable, SetVariable, TupleVariable
 from .variables.tensor import TensorVariable
 
 BINARY_OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
@@ -31,6 +31,8 @@ BINARY_OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
 COMPARE_OPERATORS = {"<": operator.lt, "<=": operator.le, "==": operator.eq, "!=": operator.ne,
                      ">": operator.gt, ">=": operator.ge}
 _INPLACE_TO_PLAIN = {operator.iadd: operator.add, operator.imul: operator.mul}
+_INPLACE_SET_METHODS = {operator.ior: "update", operator.iand: "intersection_update",
+                        operator.isub: "difference_update", operator.ixor: "symmetric_difference_update"}
 
 
 def _is_sequence(var: VariableTracker) -> bool:
@@ -54,6 +56,9 @@ def binary_op(tx, op: Callable, left: VariableTracker, right: VariableTracker) -
         return overridden
     if isinstance(left, TensorVariable) or isinstance(right, TensorVariable):
         return tx.output.record_call("call_function", op, [left, right], {})
+    if isinstance(left, SetVariable) and op in _INPLACE_SET_METHODS and right.is_python_constant():
+        left.call_method(tx, _INPLACE_SET_METHODS[op], [right], {})  # in place, seen by aliases
+        return left
     if left.is_python_constant() and right.is_python_constant() and not (
             isinstance(left, ListVariable) or isinstance(right, ListVariable)):
         try:

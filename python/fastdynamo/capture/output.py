@@ -19,7 +19,7 @@ from .variables.base import MethodCallVariable, VariableTracker
 from .variables.constant import ConstantVariable
 from .variables.dict_views import VIEW_METHODS, DictIteratorVariable, DictViewVariable, advanced
 from .variables.iterators import LazyIteratorVariable
-from .variables.containers import (DictVariable, IteratorVariable, ListIteratorVariable, ListVariable,
+from .variables.containers import (DictVariable, SetVariable, IteratorVariable, ListIteratorVariable, ListVariable,
                                    TupleVariable, is_namedtuple_type)
 from .variables.functions import NestedFunctionVariable, UserMethodVariable
 from .variables.misc import ExceptionVariable
@@ -99,6 +99,8 @@ class OutputPlanBuilder:
             return self._shared_plan(value, lambda lazy: lazy.rebuild(self.plan))
         if isinstance(value, DictIteratorVariable):
             return self._shared_plan(value, self._dict_iterator_plan)
+        if isinstance(value, SetVariable) and value.source is None:  # a new set per call
+            return self._shared_plan(value, lambda s: Call(Constant(set), [Constant(tuple(s.items))]))
         return None
 
     def _dict_iterator_plan(self, value: DictIteratorVariable) -> OutputPlan:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import builtins
 import functools
+import inspect
+import itertools
 import operator
 from typing import Any, Callable
 
@@ -74,6 +76,8 @@ class BuiltinVariable(CallableVariable):
     def var_getattr(self, tx, name: str) -> VariableTracker:
         if isinstance(self.fn, type) and name == "fromkeys" and self.fn is dict:
             return BuiltinVariable(dict.fromkeys)
+        if self.fn is itertools.chain and name == "from_iterable":
+            return BuiltinVariable(itertools.chain.from_iterable)
         raise unsupported(f"attribute {name!r} of builtin {self.fn.__name__}")
 
     def describe(self) -> str:
@@ -336,6 +340,29 @@ def _partial(tx, fn, *args, **kwargs):
     from .functions import PartialVariable
 
     return PartialVariable(fn, list(args), kwargs)
+
+
+def _bound_checked(fn, handler):
+    """``handler`` called only with arguments its signature (CPython's) accepts."""
+    signature = inspect.signature(handler)
+
+    def checked(tx, *args, **kwargs):
+        try:
+            signature.bind(tx, *args, **kwargs)
+        except TypeError as err:
+            raise unsupported(f"{fn.__qualname__}(): {err} (TypeError in Python)") from err
+        return handler(tx, *args, **kwargs)
+    return checked
+
+
+def _register_itertools() -> None:
+    from .itertools_ import HANDLERS
+
+    for fn, handler in HANDLERS.items():
+        handles(fn)(_bound_checked(fn, handler))
+
+
+_register_itertools()
 
 
 class OperatorVariable(VariableTracker):

@@ -17,7 +17,7 @@ from typing import Any
 
 from ...exc import unsupported
 from .base import MethodCallVariable, VariableTracker
-from .constant import ConstantVariable
+from .constant import ConstantVariable, wrap_constant_result
 
 
 class BaseSequenceVariable(VariableTracker):
@@ -367,13 +367,26 @@ class SetVariable(VariableTracker):
         return [ConstantVariable(v) for v in self.items]
 
     def call_method(self, tx, name, args, kwargs) -> VariableTracker:
-        if name in ("add", "update", "discard", "remove", "clear", "pop") and self.source is not None:
-            raise unsupported(f"mutating {self.source.name()}, a set from outside the frame")
+        from .arity import check_arity
+
+        check_arity(set, name, args, kwargs)
+        if name in _SET_MUTATORS:
+            if self.source is not None:
+                raise unsupported(f"mutating {self.source.name()}, a set from outside the frame")
+            record_mutation(tx, self)
         const_args = [a.as_python_constant() for a in args]
-        result = getattr(self.items, name)(*const_args)
-        if isinstance(result, (set, frozenset)):
-            return SetVariable(result)
-        return ConstantVariable(result)
+        try:
+            result = getattr(self.items, name)(*const_args)
+        except (KeyError, TypeError) as err:  # the eager run raises it
+            raise unsupported(f"set.{name}() raised {type(err).__name__}: {err}") from err
+        return wrap_constant_result(result)
+
+    def describe(self) -> str:
+        return f"SetVariable({sorted(map(repr, self.items))})"
+
+
+_SET_MUTATORS = frozenset({"add", "update", "discard", "remove", "clear", "pop", "intersection_update",
+                           "difference_update", "symmetric_difference_update"})
 
 
 class ConstantRange:
@@ -484,7 +497,7 @@ def snapshot_iterator(items: list, iterables: list) -> IteratorVariable:
     iterator = IteratorVariable(items)
     for iterable in iterables:
         container = getattr(iterable, "view_of", iterable)
-        if isinstance(container, (ListVariable, DictVariable)):
+        if isinstance(container, (ListVariable, DictVariable, SetVariable)):
             iterator.live = False
             if not hasattr(container, "snapshots"):
                 container.snapshots = []
