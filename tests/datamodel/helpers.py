@@ -2,6 +2,7 @@
 exceptions, and how many graphs and breaks the compiled run recorded."""
 from __future__ import annotations
 
+import collections
 import copy
 import itertools
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ def same(a, b) -> bool:
         return False
     if isinstance(a, torch.Tensor):
         return a.shape == b.shape and a.dtype == b.dtype and torch.equal(a, b)
-    if isinstance(a, (tuple, list)):
+    if isinstance(a, (tuple, list, collections.deque)):
         return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
     if isinstance(a, dict):
         return list(a) == list(b) and all(same(a[k], b[k]) for k in a)

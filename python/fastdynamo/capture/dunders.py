@@ -161,3 +161,20 @@ def _is_proper_subclass(right: VariableTracker, left: VariableTracker) -> bool:
 
 
 __all__ = ["compare_sequences", "user_binary_op", "user_compare_op", "user_method"]
+
+
+def compare_dicts(tx, op: Callable, left, right) -> VariableTracker:
+    """``left == right`` / ``!=`` for two dicts (``dict_equal``: same keys, values equal
+    with the identity shortcut; two OrderedDicts also compare their order)."""
+    import collections
+
+    from .operators import rich_compare_bool
+
+    if op not in (operator.eq, operator.ne):
+        raise unsupported(f"{op.__name__} between dicts (TypeError in Python)")
+    a, b = left.items, right.items
+    equal = len(a) == len(b) and all(k in b and rich_compare_bool(tx, v, b[k]) for k, v in a.items())
+    ordered = collections.OrderedDict
+    if equal and issubclass(left.python_type(), ordered) and issubclass(right.python_type(), ordered):
+        equal = list(a) == list(b)
+    return ConstantVariable(equal if op is operator.eq else not equal)

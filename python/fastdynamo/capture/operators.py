@@ -85,7 +85,8 @@ def binary_op(tx, op: Callable, left: VariableTracker, right: VariableTracker) -
 
 def compare_op(tx, op: Callable, left: VariableTracker, right: VariableTracker) -> VariableTracker:
     """``left <op> right`` for the six rich comparisons."""
-    from .dunders import compare_sequences, user_compare_op
+    from .dunders import compare_dicts, compare_sequences, user_compare_op
+    from .variables.containers import DictVariable
 
     overridden = user_compare_op(tx, op, left, right)
     if overridden is not None:
@@ -99,6 +100,8 @@ def compare_op(tx, op: Callable, left: VariableTracker, right: VariableTracker) 
         return ConstantVariable(op(left.as_python_constant(), right.as_python_constant()))
     if _is_sequence(left) and _is_sequence(right):
         return compare_sequences(tx, op, left, right)
+    if isinstance(left, DictVariable) and isinstance(right, DictVariable):
+        return compare_dicts(tx, op, left, right)
     if op in (operator.eq, operator.ne):
         same = is_same(left, right)
         return ConstantVariable(same if op is operator.eq else not same)
@@ -166,15 +169,11 @@ def contains_op(tx, item: VariableTracker, container: VariableTracker) -> bool:
     if isinstance(container, IteratorVariable):  # consumes up to the first match only
         return any(rich_compare_bool(tx, element, item)
                    for element in iter(lambda: container.next_item(tx), None))
-    if isinstance(container, TensorVariable) or isinstance(item, TensorVariable):
+    if isinstance(container, TensorVariable):
         raise unsupported("`in` on a tensor (data-dependent)")
     if container.is_python_constant() and item.is_python_constant():
         return item.as_python_constant() in container.as_python_constant()
-    for element in container.unpack_var_sequence(tx):
-        if is_same(element, item) or (element.is_python_constant() and item.is_python_constant()
-                                      and element.as_python_constant() == item.as_python_constant()):
-            return True
-    return False
+    return any(rich_compare_bool(tx, element, item) for element in container.unpack_var_sequence(tx))
 
 
 def getitem(tx, container: VariableTracker, index: VariableTracker) -> VariableTracker:

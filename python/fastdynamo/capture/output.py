@@ -87,7 +87,7 @@ class OutputPlanBuilder:
             return Call(Constant(value.tuple_type), [BuildTuple(items)])
         if isinstance(value, ListVariable):
             return BuildList([self.plan(item) for item in value.items])
-        return BuildDict([(Constant(k), self.plan(v)) for k, v in value.items.items()])
+        return value.rebuilt(BuildDict([(Constant(k), self.plan(v)) for k, v in value.items.items()]), self.plan)
 
 
     def _view_or_iterator(self, value: VariableTracker) -> OutputPlan | None:
@@ -99,6 +99,8 @@ class OutputPlanBuilder:
             return self._shared_plan(value, lambda lazy: lazy.rebuild(self.plan))
         if isinstance(value, DictIteratorVariable):
             return self._shared_plan(value, self._dict_iterator_plan)
+        if hasattr(value, "rebuilt_plan"):  # a deque the frame made
+            return self._shared_plan(value, lambda made: made.rebuilt_plan(self.plan))
         if isinstance(value, SetVariable) and value.source is None:  # a new set per call
             return self._shared_plan(value, lambda s: Call(Constant(set), [Constant(tuple(s.items))]))
         return None

@@ -13,6 +13,7 @@ fastdynamo.exc.Unsupported: dict.update() takes at most 1 positional argument, g
 """
 from __future__ import annotations
 
+import collections
 from typing import Any
 
 from ...exc import unsupported
@@ -55,7 +56,19 @@ _FROZENSET = {name: row for name, row in _SET.items()
 _VIEW = {"__len__": _row(0, 0), "__contains__": _row(1, 1), "__iter__": _row(0, 0),
          "__reversed__": _row(0, 0), "isdisjoint": _row(1, 1)}
 
+_ORDERED_DICT = {**_DICT, "move_to_end": _row(1, 2, "last"), "popitem": _row(0, 1, "last")}
+_COUNTER = {**_DICT, "update": _row(0, 1, ANY_KEYWORD), "subtract": _row(0, 1, ANY_KEYWORD),
+            "most_common": _row(0, 1), "total": _row(0, 0), "elements": _row(0, 0)}
+
+_DEQUE = {"__len__": _row(0, 0), "__getitem__": _row(1, 1), "__setitem__": _row(2, 2),
+          "__contains__": _row(1, 1), "copy": _row(0, 0), "index": _row(1, 3), "count": _row(1, 1),
+          "append": _row(1, 1), "appendleft": _row(1, 1), "extend": _row(1, 1), "extendleft": _row(1, 1),
+          "pop": _row(0, 0), "popleft": _row(0, 0), "rotate": _row(0, 1), "clear": _row(0, 0),
+          "reverse": _row(0, 0)}
+
 METHODS: dict[type, dict[str, tuple]] = {
+    collections.deque: _DEQUE,
+    collections.OrderedDict: _ORDERED_DICT, collections.Counter: _COUNTER, collections.defaultdict: _DICT,
     list: _LIST, tuple: _SEQUENCE, dict: _DICT, set: _SET, frozenset: _FROZENSET,
     type({}.keys()): _VIEW, type({}.values()): {k: v for k, v in _VIEW.items() if k != "isdisjoint"},
     type({}.items()): _VIEW,

@@ -356,9 +356,10 @@ def _bound_checked(fn, handler):
 
 
 def _register_itertools() -> None:
+    from .collections_ import HANDLERS as COLLECTIONS
     from .itertools_ import HANDLERS
 
-    for fn, handler in HANDLERS.items():
+    for fn, handler in {**HANDLERS, **COLLECTIONS}.items():
         handles(fn)(_bound_checked(fn, handler))
 
 

@@ -209,6 +209,14 @@ class DictVariable(VariableTracker):
         frame's dict back pops them, then updates (side_effects.py)."""
         return self.__dict__.setdefault("_deleted_keys", set())
 
+    def clone_with(self, items: dict) -> DictVariable:
+        return DictVariable(items)
+
+    def rebuilt(self, items, plan):
+        """The output plan of this dict from ``items`` (a BuildDict plan); subclasses
+        (OrderedDict, defaultdict, Counter) wrap it in their type."""
+        return items
+
     def uses_order(self, what: str) -> None:
         """The trace depends on the key order from here on (``what`` names how)."""
         if self.order_guard is not None:
@@ -269,7 +277,7 @@ class DictVariable(VariableTracker):
         if name == "__len__":
             return ConstantVariable(len(self.items))
         if name == "copy":
-            return DictVariable(self.items)
+            return self.clone_with(self.items)
         if name not in _DICT_MUTATORS:
             raise unsupported(f"dict.{name}()")
         self.check_mutable(tx, keys_change=name != "__setitem__")
@@ -497,7 +505,8 @@ def snapshot_iterator(items: list, iterables: list) -> IteratorVariable:
     iterator = IteratorVariable(items)
     for iterable in iterables:
         container = getattr(iterable, "view_of", iterable)
-        if isinstance(container, (ListVariable, DictVariable, SetVariable)):
+        if isinstance(container, (ListVariable, DictVariable, SetVariable)) \
+                or getattr(container, "tracks_snapshots", False):
             iterator.live = False
             if not hasattr(container, "snapshots"):
                 container.snapshots = []
