@@ -7,9 +7,8 @@ import copy
 import itertools
 from dataclasses import dataclass
 
-import torch
-
 import fastdynamo
+import torch
 from fastdynamo.convert_frame import Recorder
 
 

@@ -51,7 +51,7 @@ def test_iteration_sees_replaced_values():
     def fn(x):
         d = {"a": x, "b": x + 1}
         out = []
-        for k, v in d.items():
+        for k, v in d.items():  # noqa: PERF102 - the construct under test
             d["b"] = v * 10  # a value replaced: CPython's iterator sees it
             out.append(v)
         return out
@@ -81,7 +81,7 @@ def test_values_views_compare_by_identity():
     def fn(x):
         d = {1: 1}
         v = d.values()
-        return v == v, d.values() == d.values(), x + 1
+        return v == v, d.values() == d.values(), x + 1  # noqa: PLR0124 - the construct under test
     check(fn, x, graphs=1, fullgraph=True)
 
 

@@ -36,7 +36,7 @@ def test_islice_takes_no_more_than_it_yields():
     def fn(x):
         seen = []
         it = iter([1, 2, 3, 4])
-        first_two = list(itertools.islice(map(lambda v: seen.append(v) or v, it), 2))
+        first_two = list(itertools.islice(map(lambda v: seen.append(v) or v, it), 2))  # noqa: C417 - the construct under test
         return first_two, seen, list(it), x + 1
     check(fn, x, graphs=1, fullgraph=True)
 
@@ -44,7 +44,7 @@ def test_islice_takes_no_more_than_it_yields():
 def test_reduce_fromkeys_intern():
     def fn(x):
         total = functools.reduce(lambda a, b: a * 2 + b, [x, x, x])
-        shared = dict.fromkeys(["a", "b"], [])
+        shared = dict.fromkeys(["a", "b"], [])  # noqa: RUF024 - the construct under test
         shared["a"].append(1)  # one list for every key, as in Python
         return total, shared, functools.reduce(operator.add, [], 5), sys.intern("name") + "!"
     check(fn, x, graphs=1, breaks=0, fullgraph=True)

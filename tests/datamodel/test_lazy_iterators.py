@@ -68,7 +68,7 @@ def test_filter_any_and_in_stop_early():
             calls.append(v)
             return v > 1
         found = any(map(pred, [0, 2, 5]))
-        member = 2 in map(lambda v: calls.append(-v) or v, [1, 2, 3])
+        member = 2 in map(lambda v: calls.append(-v) or v, [1, 2, 3])  # noqa: C417 - the construct under test
         kept = list(filter(pred, [3, 0, 4]))
         return found, member, kept, calls, x + 1
     check(fn, x, graphs=1, fullgraph=True)

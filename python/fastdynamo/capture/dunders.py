@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import operator
 import types
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..exc import unsupported
 from .variables.base import VariableTracker

@@ -9,7 +9,7 @@ method to a container model means adding its row here.
 >>> check_arity(dict, "update", [1, 2], {})
 Traceback (most recent call last):
 ...
-fastdynamo.exc.Unsupported: dict.update() takes at most 1 positional argument, got 2 (TypeError in Python)
+fastdynamo.exc.Unsupported: ...dict.update() takes at most 1 positional argument, got 2 (TypeError in Python)
 """
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from ...exc import unsupported
 from .base import MethodCallVariable, VariableTracker
-from .constant import ConstantVariable, wrap_constant_result
+from .constant import ConstantVariable
 
 
 class BaseSequenceVariable(VariableTracker):
@@ -355,48 +355,6 @@ def dict_items(tx, value: VariableTracker) -> dict[Any, VariableTracker]:
     return pairs
 
 
-class SetVariable(VariableTracker):
-    """A set of constants."""
-
-    def __init__(self, items: set, source=None):
-        self.items = set(items)
-        self.source = source
-
-    def python_type(self) -> type:
-        return set
-
-    def as_python_constant(self) -> Any:
-        return set(self.items)
-
-    def var_getattr(self, tx, name: str) -> VariableTracker:
-        return MethodCallVariable(self, name)
-
-    def unpack_var_sequence(self, tx) -> list[VariableTracker]:
-        return [ConstantVariable(v) for v in self.items]
-
-    def call_method(self, tx, name, args, kwargs) -> VariableTracker:
-        from .arity import check_arity
-
-        check_arity(set, name, args, kwargs)
-        if name in _SET_MUTATORS:
-            if self.source is not None:
-                raise unsupported(f"mutating {self.source.name()}, a set from outside the frame")
-            record_mutation(tx, self)
-        const_args = [a.as_python_constant() for a in args]
-        try:
-            result = getattr(self.items, name)(*const_args)
-        except (KeyError, TypeError) as err:  # the eager run raises it
-            raise unsupported(f"set.{name}() raised {type(err).__name__}: {err}") from err
-        return wrap_constant_result(result)
-
-    def describe(self) -> str:
-        return f"SetVariable({sorted(map(repr, self.items))})"
-
-
-_SET_MUTATORS = frozenset({"add", "update", "discard", "remove", "clear", "pop", "intersection_update",
-                           "difference_update", "symmetric_difference_update"})
-
-
 class ConstantRange:
     """The items of a ``range`` as ConstantVariables, made on demand: ``for i in
     range(10**6)`` must not build a million trackers before the trace gives up."""
@@ -512,3 +470,7 @@ def snapshot_iterator(items: list, iterables: list) -> IteratorVariable:
                 container.snapshots = []
             container.snapshots.append(iterator)
     return iterator
+
+
+# Sets live in sets.py; re-exported here, where the other containers are.
+from .sets import SetVariable

@@ -16,7 +16,8 @@ never a stale graph.
 from __future__ import annotations
 
 import functools
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from ...exc import unsupported
 
@@ -26,7 +27,7 @@ def keys_are(keys: Iterable[Any]) -> tuple:
     return ("keys_are", tuple(keys))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def keys_order_guardable() -> bool:
     """Whether the native GuardSet accepts the ``keys_are`` check."""
     from ..._runtime import native

@@ -27,6 +27,8 @@ from .constant import ConstantVariable
 from .containers import IteratorVariable, TupleVariable
 
 VIEW_TYPES = {"keys": type({}.keys()), "values": type({}.values()), "items": type({}.items())}
+_ITERATOR_TYPES: dict[str, type] = {"keys": type(iter({}.keys())), "values": type(iter({}.values())),
+                   "items": type(iter({}.items()))}
 VIEW_METHODS = {"keys": dict.keys, "values": dict.values, "items": dict.items}
 
 
@@ -138,7 +140,7 @@ class DictIteratorVariable(IteratorVariable):
         _register(dict_var, self)
 
     def python_type(self) -> type:
-        return type(iter(VIEW_METHODS[self.kind]({})))
+        return _ITERATOR_TYPES[self.kind]
 
     def _check_unchanged(self) -> None:
         if tuple(self.dict_var.items) != self.keys_at_start:
@@ -191,8 +193,14 @@ def advanced(iterator, steps: int):
     return iterator
 
 
-__all__ = ["DictIteratorVariable", "DictViewVariable", "VIEW_METHODS", "VIEW_TYPES", "advanced",
-           "view_items"]
+__all__ = [
+    "VIEW_METHODS",
+    "VIEW_TYPES",
+    "DictIteratorVariable",
+    "DictViewVariable",
+    "advanced",
+    "view_items",
+]
 
 
 def unordered_items(tx, iterable: VariableTracker) -> list[VariableTracker]:

@@ -17,7 +17,7 @@ rebuilt the frame is unsupported, never materialised.
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from ...exc import unsupported
 from ...plans import Call, Constant, OutputPlan
