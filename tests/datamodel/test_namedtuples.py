@@ -86,3 +86,25 @@ def test_tensor_in_a_tuple_found_by_identity():
     def fn(x, y):
         return x in (x, y), y in [y], x + 1
     check(fn, x, y, graphs=1, fullgraph=True)
+
+
+class Padded(NT):
+    def __len__(self):
+        return 99
+
+    def __getitem__(self, i):
+        return "item"
+
+    def __iter__(self):
+        return iter(("it",))
+
+    def __contains__(self, v):
+        return True
+
+
+def test_container_dunders_of_a_subclass_break_instead_of_acting_as_a_tuple():
+    def fn(x, y):
+        p = Padded(x, y)
+        return len(p), p[0], list(p), 5 in p, p.a + 1
+    got = check(fn, x, y, graphs=1, fullgraph=False)
+    assert got.value[:4] == (99, "item", ["it"], True)

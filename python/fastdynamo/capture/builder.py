@@ -31,7 +31,7 @@ from ..guards.sources import AttrSource, BuiltinSource, GlobalSource, ItemSource
 from ..exc import unsupported
 from .variables.base import MethodCallVariable, VariableTracker
 from .variables.constant import ConstantVariable, PureFunctionVariable, wrap_constant_result
-from .variables.containers import DictVariable, ListVariable, SetVariable, TupleVariable
+from .variables.containers import DictVariable, ListVariable, SetVariable, TupleVariable, overrides_tuple_protocol
 from .variables.dict_order import OrderGuard
 from .variables.functions import PartialVariable, UserFunctionVariable, UserMethodVariable
 from .variables.misc import ClassVariable, PythonModuleVariable, UserObjectVariable, is_trusted_module
@@ -117,7 +117,8 @@ def wrap_value(tx, value: Any, source: Source | None) -> VariableTracker:
         known = tx.output.side_effects.tracked_variable(value, source)
         if known is not None:
             return known
-    if type(value) in (tuple, list) or (isinstance(value, tuple) and hasattr(type(value), "_fields")):
+    if type(value) in (tuple, list) or (isinstance(value, tuple) and hasattr(type(value), "_fields")
+                                        and not overrides_tuple_protocol(type(value))):
         guard(type_is(type(value)))
         guard(len_is(len(value)))
         items = [wrap_value(tx, v, ItemSource(source, i) if source is not None else None)

@@ -165,6 +165,8 @@ def contains_op(tx, item: VariableTracker, container: VariableTracker) -> bool:
     if isinstance(container, DictViewVariable):
         return container.contains(tx, item)
     if isinstance(container, BaseSequenceVariable):
+        if isinstance(container, TupleVariable):
+            container.check_plain("__contains__", "__iter__")
         return any(rich_compare_bool(tx, element, item) for element in container.items)
     if isinstance(container, IteratorVariable):  # consumes up to the first match only
         return any(rich_compare_bool(tx, element, item)

@@ -96,6 +96,8 @@ def _len(tx, value, **_):
         if value.example.dim() == 0:
             raise unsupported("len() of a 0-d tensor")
         return ConstantVariable(value.example.shape[0])
+    if isinstance(value, TupleVariable):
+        value.check_plain("__len__")
     if isinstance(value, (BaseSequenceVariable, DictVariable)):
         return ConstantVariable(len(value.items))
     if value.is_python_constant():

@@ -84,6 +84,32 @@ class TupleVariable(BaseSequenceVariable):
     def graph_arg(self, fake: bool) -> Any:
         return tuple(item.graph_arg(fake) for item in self.items)
 
+    def check_plain(self, *names: str) -> None:
+        """A tuple subclass that overrides one of ``names`` (``__getitem__``,
+        ``__iter__``, ...) does not behave as a tuple there: unsupported."""
+        for klass in self.tuple_type.__mro__:
+            if klass is tuple:
+                return
+            overridden = [n for n in names if n in klass.__dict__]
+            if overridden:
+                raise unsupported(f"{klass.__qualname__}.{overridden[0]} overrides tuple's")
+
+    def getitem(self, tx, index: VariableTracker) -> VariableTracker:
+        self.check_plain("__getitem__")
+        return super().getitem(tx, index)
+
+    def unpack_var_sequence(self, tx) -> list[VariableTracker]:
+        self.check_plain("__iter__")
+        return super().unpack_var_sequence(tx)
+
+    def truth(self, tx) -> bool:
+        self.check_plain("__bool__", "__len__")
+        return super().truth(tx)
+
+    def call_method(self, tx, name, args, kwargs) -> VariableTracker:
+        self.check_plain(name)
+        return super().call_method(tx, name, args, kwargs)
+
     def var_getattr(self, tx, name: str) -> VariableTracker:
         fields = getattr(self.tuple_type, "_fields", None)
         if fields is None and hasattr(self.tuple_type, "n_fields"):
@@ -100,6 +126,20 @@ class TupleVariable(BaseSequenceVariable):
 
     def describe(self) -> str:
         return f"TupleVariable(len={len(self.items)})"
+
+
+_TUPLE_PROTOCOL = ("__getitem__", "__iter__", "__len__", "__contains__", "__bool__")
+
+
+def overrides_tuple_protocol(cls: type) -> bool:
+    """A tuple subclass whose items are not read as a tuple's (guards read them through
+    ``len()`` and ``__getitem__``): modelled as a plain object instead."""
+    for klass in cls.__mro__:
+        if klass is tuple:
+            return False
+        if any(name in klass.__dict__ for name in _TUPLE_PROTOCOL):
+            return True
+    return False
 
 
 def is_namedtuple_type(cls: type) -> bool:
