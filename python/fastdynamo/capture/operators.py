@@ -12,7 +12,7 @@ from __future__ import annotations
 import operator
 from typing import Any, Callable
 
-from ..exc import unsupported
+from ..exc import Unsupported, unsupported
 from .variables.base import VariableTracker
 from .variables.constant import ConstantVariable, wrap_constant_result
 from .variables.containers import BaseSequenceVariable, IteratorVariable, ListVariable, SetVariable, TupleVariable
@@ -119,15 +119,19 @@ def rich_compare_bool(tx, left: VariableTracker, right: VariableTracker) -> bool
     """CPython's ``PyObject_RichCompareBool(left, right, Py_EQ)``: identity first (a
     tensor equals itself without ``__eq__``), then ``bool(left == right)``; a tensor
     compared by value is data-dependent."""
-    try:
-        if is_same(left, right):
-            return True
-    except Exception:  # noqa: BLE001 - identity undecidable: compare by value
-        pass
+    if _identical(left, right):
+        return True
     result = compare_op(tx, operator.eq, left, right)
     if isinstance(result, TensorVariable):
         raise unsupported("comparing tensors by value inside a container (data-dependent)")
     return result.truth(tx)
+
+
+def _identical(left: VariableTracker, right: VariableTracker) -> bool:
+    try:
+        return is_same(left, right)
+    except Unsupported:  # identity undecidable: compared by value instead
+        return False
 
 
 def is_same(left: VariableTracker, right: VariableTracker) -> bool:
