@@ -7,8 +7,9 @@ import copy
 import itertools
 from dataclasses import dataclass
 
-import fastdynamo
 import torch
+
+import fastdynamo
 from fastdynamo.convert_frame import Recorder
 
 
@@ -27,7 +28,7 @@ def same(a, b) -> bool:
     if isinstance(a, torch.Tensor):
         return a.shape == b.shape and a.dtype == b.dtype and torch.equal(a, b)
     if isinstance(a, (tuple, list, collections.deque)):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, dict):
         return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
     if isinstance(a, (type({}.keys()), type({}.values()), type({}.items()))):

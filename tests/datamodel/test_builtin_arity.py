@@ -2,6 +2,7 @@
 a call Python rejects with TypeError breaks the graph, and Python raises."""
 import pytest
 import torch
+
 from fastdynamo.capture.variables.arity import FUNCTIONS, METHODS
 
 from .helpers import check

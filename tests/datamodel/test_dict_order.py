@@ -1,8 +1,9 @@
 """Dict order is semantics (issue #10, class 5): a trace that iterated a dict argument
 (or a module's ``_modules``) must not be reused for the same keys in another order, nor
 for a container module that grew."""
-import fastdynamo
 import torch
+
+import fastdynamo
 from fastdynamo.capture.variables.dict_order import keys_order_guardable
 from fastdynamo.convert_frame import Recorder
 

@@ -51,7 +51,7 @@ def test_iteration_sees_replaced_values():
     def fn(x):
         d = {"a": x, "b": x + 1}
         out = []
-        for k, v in d.items():  # noqa: PERF102 - the construct under test
+        for _k, v in d.items():  # noqa: PERF102 - the construct under test
             d["b"] = v * 10  # a value replaced: CPython's iterator sees it
             out.append(v)
         return out

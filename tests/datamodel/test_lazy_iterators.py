@@ -26,7 +26,7 @@ def test_zip_pulls_only_what_it_needs():
         def f(v):
             seen.append(v)
             return v
-        out = list(zip([1], map(f, [1, 2, 3])))
+        out = list(zip([1], map(f, [1, 2, 3]), strict=False))
         return out, seen, x * 2
     check(fn, x, graphs=1, fullgraph=True)
 
@@ -39,7 +39,7 @@ def test_zip_stops_at_the_first_exhausted_input_left_to_right():
             seen.append(v)
             return v
         it = map(f, [1, 2, 3])
-        pairs = list(zip(it, [7]))  # pulls 1, 2 from `it`: 2 is lost, as in CPython
+        pairs = list(zip(it, [7], strict=False))  # pulls 1, 2 from `it`: 2 is lost, as in CPython
         return pairs, list(it), seen, x + 1
     check(fn, x, graphs=1, fullgraph=True)
 
@@ -99,7 +99,7 @@ def test_returned_lazy_iterators_keep_their_types_and_laziness():
     def fn(x):
         m = map(f, [1, 2, 3])
         next(m)
-        return m, filter(None, [0, 1]), zip([1, 2], "ab"), enumerate([5], 3), x + 1
+        return m, filter(None, [0, 1]), zip([1, 2], "ab", strict=False), enumerate([5], 3), x + 1
     got = check(fn, x, graphs=1, fullgraph=True)
     assert [type(v) for v in got.value[:4]] == [map, filter, zip, enumerate]
 

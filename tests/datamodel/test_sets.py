@@ -1,7 +1,8 @@
 """Sets and frozensets: construction, ``in``, algebra, in-place operators seen through
 aliases, and a returned set made afresh on every call."""
-import fastdynamo
 import torch
+
+import fastdynamo
 
 from .helpers import check
 

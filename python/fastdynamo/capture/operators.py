@@ -15,7 +15,13 @@ from typing import Any, Callable
 from ..exc import Unsupported, unsupported
 from .variables.base import VariableTracker
 from .variables.constant import ConstantVariable, wrap_constant_result
-from .variables.containers import BaseSequenceVariable, IteratorVariable, ListVariable, SetVariable, TupleVariable
+from .variables.containers import (
+    BaseSequenceVariable,
+    IteratorVariable,
+    ListVariable,
+    SetVariable,
+    TupleVariable,
+)
 from .variables.tensor import TensorVariable
 
 BINARY_OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
@@ -44,6 +50,7 @@ def _is_sequence(var: VariableTracker) -> bool:
 def _sequence_items(var: VariableTracker) -> list[VariableTracker]:
     if isinstance(var, BaseSequenceVariable):
         return list(var.items)
+    assert isinstance(var, ConstantVariable), "_is_sequence checked it"
     return [wrap_constant_result(v) for v in var.value]
 
 
@@ -163,10 +170,13 @@ def contains_op(tx, item: VariableTracker, container: VariableTracker) -> bool:
     """``item in container``."""
     from .variables.containers import DictVariable
     from .variables.dict_views import DictViewVariable
+    from .variables.environ import EnvironVariable
 
     if isinstance(container, DictVariable):
         return item.as_python_constant() in container.items
     if isinstance(container, DictViewVariable):
+        return container.contains(tx, item)
+    if isinstance(container, EnvironVariable):
         return container.contains(tx, item)
     if isinstance(container, BaseSequenceVariable):
         if isinstance(container, TupleVariable):

@@ -11,17 +11,33 @@ import types
 
 import torch
 
-from ..plans import (BuildDict, BuildList, BuildTuple, Call, Constant, FrameCell, FromSource,
-                       GraphOutput, OutputPlan, Shared)
 from ..exc import unsupported
+from ..plans import (
+    BuildDict,
+    BuildList,
+    BuildTuple,
+    Call,
+    Constant,
+    FrameCell,
+    FromSource,
+    GraphOutput,
+    OutputPlan,
+    Shared,
+)
 from .builder import ROOT_GLOBALS
 from .variables.base import MethodCallVariable, VariableTracker
 from .variables.constant import ConstantVariable
+from .variables.containers import (
+    DictVariable,
+    IteratorVariable,
+    ListIteratorVariable,
+    ListVariable,
+    SetVariable,
+    TupleVariable,
+)
 from .variables.dict_views import VIEW_METHODS, DictIteratorVariable, DictViewVariable, advanced
-from .variables.iterators import LazyIteratorVariable
-from .variables.containers import (DictVariable, SetVariable, IteratorVariable, ListIteratorVariable, ListVariable,
-                                   TupleVariable, is_namedtuple_type)
 from .variables.functions import NestedFunctionVariable, UserMethodVariable
+from .variables.iterators import LazyIteratorVariable
 from .variables.misc import ExceptionVariable
 from .variables.tensor import TensorMethodVariable, TensorVariable
 
@@ -82,11 +98,14 @@ class OutputPlanBuilder:
             items = [self.plan(item) for item in value.items]
             if value.tuple_type is tuple:
                 return BuildTuple(items)
-            if is_namedtuple_type(value.tuple_type):  # NT(a, b), not NT((a, b))
+            if hasattr(value.tuple_type, "_fields"):
+                # A namedtuple's own __new__ takes the fields one by one (and a subclass
+                # may override it): the traced object is rebuilt as it is.
                 return Call(Constant(tuple.__new__), [Constant(value.tuple_type), BuildTuple(items)])
-            return Call(Constant(value.tuple_type), [BuildTuple(items)])
+            return Call(Constant(value.tuple_type), [BuildTuple(items)])  # structseq
         if isinstance(value, ListVariable):
             return BuildList([self.plan(item) for item in value.items])
+        assert isinstance(value, DictVariable), value.describe()
         return value.rebuilt(BuildDict([(Constant(k), self.plan(v)) for k, v in value.items.items()]), self.plan)
 
 

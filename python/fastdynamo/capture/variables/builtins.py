@@ -21,8 +21,17 @@ from typing import Any, Callable
 from ...exc import unsupported
 from .base import CallableVariable, VariableTracker
 from .constant import ConstantVariable, wrap_constant_result
-from .containers import (BaseSequenceVariable, DictVariable, IteratorVariable, ListVariable,
-                         SetVariable, TupleVariable, dict_items, iterate, snapshot_iterator)
+from .containers import (
+    BaseSequenceVariable,
+    DictVariable,
+    IteratorVariable,
+    ListVariable,
+    SetVariable,
+    TupleVariable,
+    dict_items,
+    iterate,
+    snapshot_iterator,
+)
 
 # Builtins that are pure on constant arguments.
 PURE_BUILTINS = {abs, all, any, bin, bool, chr, divmod, float, format, hash, hex, int, len, max,
@@ -249,9 +258,8 @@ def _sum(tx, iterable, start=None):
 
 def _min_max(python_fn, torch_name):
     def handler(tx, *args, **kwargs):
-        from .tensor import TensorVariable
-
         from .dict_views import unordered_items
+        from .tensor import TensorVariable
 
         items = unordered_items(tx, args[0]) if len(args) == 1 and not kwargs else \
             args[0].unpack_var_sequence(tx) if len(args) == 1 else list(args)
@@ -361,7 +369,8 @@ def _register_itertools() -> None:
     from .collections_ import HANDLERS as COLLECTIONS
     from .itertools_ import HANDLERS
 
-    for fn, handler in {**HANDLERS, **COLLECTIONS}.items():
+    handlers: dict[Any, Callable] = {**HANDLERS, **COLLECTIONS}
+    for fn, handler in handlers.items():
         handles(fn)(_bound_checked(fn, handler))
 
 

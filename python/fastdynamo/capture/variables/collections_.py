@@ -185,11 +185,11 @@ class DequeVariable(VariableTracker):
         return list(self.items)
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        from .base import MethodCallVariable
+        from .containers import method_of
 
         if name == "maxlen":
             return ConstantVariable(self.maxlen)
-        return MethodCallVariable(self, name)
+        return method_of(self, name)
 
     def getitem(self, tx, index) -> VariableTracker:
         key = index.as_python_constant()

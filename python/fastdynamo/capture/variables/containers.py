@@ -13,11 +13,21 @@ mutated freely.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ...exc import unsupported
 from .base import MethodCallVariable, VariableTracker
 from .constant import ConstantVariable
+
+
+def method_of(container: VariableTracker, name: str) -> VariableTracker:
+    """``container.name`` for a method of its type (called through ``call_method``); a
+    name the type does not have is an AttributeError in Python (``getattr``'s default)."""
+    if not callable(getattr(container.python_type(), name, None)):
+        raise unsupported(f"{container.python_type().__name__!r} object has no attribute {name!r} "
+                          "(AttributeError in Python)")
+    return MethodCallVariable(container, name)
 
 
 class BaseSequenceVariable(VariableTracker):
@@ -31,7 +41,7 @@ class BaseSequenceVariable(VariableTracker):
         return list(self.items)
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        return MethodCallVariable(self, name)
+        return method_of(self, name)
 
     def truth(self, tx) -> bool:
         return bool(self.items)
@@ -69,6 +79,8 @@ class BaseSequenceVariable(VariableTracker):
 
 class TupleVariable(BaseSequenceVariable):
     """A tuple (or a named tuple / structseq such as ``torch.return_types.max``)."""
+
+    view_of: DictVariable  # set on a dict's keys()/values()/items(): the dict it reads
 
     def __init__(self, items, source=None, tuple_type: type = tuple):
         super().__init__(items, source)
@@ -121,7 +133,7 @@ class TupleVariable(BaseSequenceVariable):
         if fields and name in fields:
             return self.items[list(fields).index(name)]
         if name in ("index", "count"):
-            return MethodCallVariable(self, name)
+            return method_of(self, name)
         raise unsupported(f"attribute {name!r} of a {self.tuple_type.__name__}")
 
     def describe(self) -> str:
@@ -155,6 +167,8 @@ def rebuild_tuple(cls: type, values: tuple) -> tuple:
 
 class ListVariable(BaseSequenceVariable):
     """A list; the trace's own lists are mutable."""
+
+    snapshots: list[IteratorVariable]  # set by snapshot_iterator: iterators over a copy
 
     def python_type(self) -> type:
         return list
@@ -237,7 +251,8 @@ class DictVariable(VariableTracker):
 
     # A dict from the frame: an OrderGuard (dict_order.py), called when the trace first
     # depends on its key order.
-    order_guard = None
+    order_guard: Callable[[str], None] | None = None
+    snapshots: list[IteratorVariable]  # set by snapshot_iterator: iterators over a copy
 
     def __init__(self, items: dict[Any, VariableTracker], source=None):
         self.items = dict(items)
@@ -273,7 +288,7 @@ class DictVariable(VariableTracker):
         return {k: v.graph_arg(fake) for k, v in self.items.items()}
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        return MethodCallVariable(self, name)
+        return method_of(self, name)
 
     def truth(self, tx) -> bool:
         return bool(self.items)
@@ -462,20 +477,20 @@ class ListIteratorVariable(IteratorVariable):
     def __init__(self, sequence: ListVariable):
         self.sequence = sequence
         self.index = 0
-        self.exhausted = False
+        self.finished = False  # CPython's list iterator drops its list once it stops
 
     @property
     def items(self) -> list[VariableTracker]:
-        return [] if self.exhausted else self.sequence.items
+        return [] if self.finished else self.sequence.items
 
     def next_item(self, tx=None) -> VariableTracker | None:
-        item = super().next_item()
-        self.exhausted = item is None
+        item = super().next_item(tx)
+        self.finished = item is None
         return item
 
     def unpack_var_sequence(self, tx) -> list[VariableTracker]:
         rest = super().unpack_var_sequence(tx)
-        self.exhausted = True
+        self.finished = True
         return rest
 
 
@@ -485,12 +500,12 @@ def iterate(tx, value: VariableTracker) -> IteratorVariable:
         return value
     if isinstance(value, ListVariable):
         return ListIteratorVariable(value)
-    if isinstance(value, DictVariable):
-        return value.call_method(tx, "__iter__", [], {})
-    from .dict_views import DictViewVariable
+    from .dict_views import DictIteratorVariable, DictViewVariable
 
+    if isinstance(value, DictVariable):
+        return DictIteratorVariable(value, "keys")
     if isinstance(value, DictViewVariable):
-        return value.call_method(tx, "__iter__", [], {})
+        return DictIteratorVariable(value.dict_var, value.kind)
     if value.is_python_constant() and type(value.as_python_constant()) is range:
         return IteratorVariable(ConstantRange(value.as_python_constant()))
     return snapshot_iterator(value.unpack_var_sequence(tx), [value])

@@ -22,9 +22,9 @@ from __future__ import annotations
 from typing import Any
 
 from ...exc import unsupported
-from .base import MethodCallVariable, VariableTracker
+from .base import VariableTracker
 from .constant import ConstantVariable
-from .containers import IteratorVariable, TupleVariable
+from .containers import IteratorVariable, TupleVariable, method_of
 
 VIEW_TYPES = {"keys": type({}.keys()), "values": type({}.values()), "items": type({}.items())}
 _ITERATOR_TYPES: dict[str, type] = {"keys": type(iter({}.keys())), "values": type(iter({}.values())),
@@ -72,7 +72,7 @@ class DictViewVariable(VariableTracker):
     def var_getattr(self, tx, name: str) -> VariableTracker:
         if name == "mapping":
             raise unsupported("dict view .mapping (a read-only proxy)")
-        return MethodCallVariable(self, name)
+        return method_of(self, name)
 
     def call_method(self, tx, name, args, kwargs) -> VariableTracker:
         from .arity import check_arity

@@ -16,9 +16,9 @@ from typing import Any
 
 import torch
 
+from ...exc import unsupported
 from ...guards import len_is
 from ...guards.sources import AttrSource, ItemSource
-from ...exc import unsupported
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .misc import _lookup_class
@@ -137,7 +137,7 @@ class NNModuleVariable(VariableTracker):
                 return TupleVariable(self._submodules(tx))
             if name == "items":
                 return TupleVariable([TupleVariable([ConstantVariable(k), v])
-                                      for k, v in zip(self.module.keys(), self._submodules(tx))])
+                                      for k, v in zip(self.module.keys(), self._submodules(tx), strict=True)])
         if name == "__len__" and isinstance(self.module, _MODULE_CONTAINERS):
             from .dict_order import guard_module_length
 

@@ -15,15 +15,15 @@ from __future__ import annotations
 from typing import Any
 
 from ...exc import unsupported
-from .base import MethodCallVariable, VariableTracker
+from .base import VariableTracker
 from .constant import ConstantVariable, wrap_constant_result
-from .containers import record_mutation
+from .containers import method_of, record_mutation
 
 
 class SetVariable(VariableTracker):
     """A set of constants."""
 
-    def __init__(self, items: set, source=None):
+    def __init__(self, items: set | frozenset, source=None):
         self.items = set(items)
         self.source = source
 
@@ -34,7 +34,7 @@ class SetVariable(VariableTracker):
         return set(self.items)
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        return MethodCallVariable(self, name)
+        return method_of(self, name)
 
     def unpack_var_sequence(self, tx) -> list[VariableTracker]:
         return [ConstantVariable(v) for v in self.items]
