@@ -138,10 +138,12 @@ class ZipVariable(LazyIteratorVariable):
     def _check_strict(self, tx, position: int) -> None:
         # CPython: the first input ended, so every other one must end now too.
         if position > 0:
-            raise unsupported(f"zip() argument {position + 1} is shorter than argument 1 (ValueError)")
+            raise unsupported(f"zip(strict=True): argument {position + 1} is shorter than argument 1 "
+                              "(ValueError in Python)")
         for later, iterator in enumerate(self.iterators[1:], start=2):
             if pull(tx, iterator) is not None:
-                raise unsupported(f"zip() argument {later} is longer than argument 1 (ValueError)")
+                raise unsupported(f"zip(strict=True): argument {later} is longer than argument 1 "
+                                  "(ValueError in Python)")
 
     def rebuild(self, plan: PlanFn) -> OutputPlan:
         kwargs = [("strict", Constant(True))] if self.strict else []
