@@ -1,11 +1,13 @@
 """The state around a graph break: nn.Module methods (attributes, super(), library
 modules), signatures (*args, **kwargs, keyword-only, defaults), closures, recursion,
-mutations of Python objects the trace records and replays, and the locals, containers
-and iterators rebuilt before the break. Compiled against eager: results, printed text
+mutations of Python objects the trace records and replays, the locals, containers
+and iterators rebuilt before the break, deleted arguments, and frames that read their
+locals by name (not split: Python). Compiled against eager: results, printed text
 and the arguments' state after the call."""
 from __future__ import annotations
 
 import io
+import sys
 import types
 
 import pytest
@@ -409,3 +411,87 @@ def test_error_at_the_break_itself():
     # one graph per shape; .item() of two elements raises where eager does
     assert_matches_eager(item_of_many, lambda i: call(vec(i, n=1 + i % 2)), calls=4, graphs=2)
     assert_matches_eager(int_of_many, lambda i: call(vec(i, n=1 + i % 2)), calls=4, graphs=2)
+
+
+# ---------------------------------------------------------------- deleted arguments, locals read by name
+
+def deleted_param_read_after(x, buf):
+    # the LOAD_FAST of the deleted argument breaks; the transformed frame deletes it too
+    y = x * 2
+    del x
+    return y + x  # eager: UnboundLocalError
+
+
+def deleted_param_read_in_loop(x, buf):
+    y = x * 2
+    del x
+    for i in range(2):
+        print(i, file=buf)  # BREAK: the loop runs as Python
+        if i == 1:
+            y = y + x  # eager: UnboundLocalError
+    return y
+
+
+def locals_in_loop(x, buf):
+    y = x * 2
+    for i in range(2):
+        print(i, sorted(locals()), file=buf)  # BREAK: the loop runs as Python
+    return y
+
+
+def eval_after_break(x, buf):
+    y = x * 2
+    print("p", file=buf)  # BREAK
+    return eval("y + 1")
+
+
+def frame_locals_after_break(x, buf):
+    y = x * 2
+    print("p", file=buf)  # BREAK
+    return sys._getframe().f_locals["y"] + 1
+
+
+def walrus_in_comprehension(x, buf):
+    total = [(s := v * 2) for v in range(3)]
+    y = x * s
+    print(total, file=buf)  # BREAK
+    return y + s
+
+
+class Methods:
+    @staticmethod
+    def static(x, buf):
+        y = x * 2
+        print("st", file=buf)  # BREAK
+        return y + 1
+
+    @classmethod
+    def klass(cls, x, buf):
+        y = x * 2
+        print("cm", cls.__name__, file=buf)  # BREAK
+        return y + 1
+
+
+def posonly_kwonly_varkw(x, /, buf, *, k=2, **kw):
+    y = x * k
+    print("p", sorted(kw), file=buf)  # BREAK
+    return y + kw.get("z", 0)
+
+
+# graphs over three calls: deleted arguments: the graph before the break (the resume
+# function raises UnboundLocalError, or is a loop); frames that read their locals by name
+# (locals, eval, sys._getframe) are not split and run as Python
+@pytest.mark.parametrize("fn, make, graphs", [
+    (deleted_param_read_after, lambda i: call(vec(i), io.StringIO()), 1),
+    (deleted_param_read_in_loop, lambda i: call(vec(i), io.StringIO()), 1),
+    (locals_in_loop, lambda i: call(vec(i), io.StringIO()), 0),
+    (eval_after_break, lambda i: call(vec(i), io.StringIO()), 0),
+    (frame_locals_after_break, lambda i: call(vec(i), io.StringIO()), 0),
+    (walrus_in_comprehension, lambda i: call(vec(i), io.StringIO()), 2),
+    (Methods.static, lambda i: call(vec(i), io.StringIO()), 2),
+    (Methods.klass, lambda i: call(vec(i), io.StringIO()), 2),
+    # z=i is a guarded value: the frame and its resume function, per call
+    (posonly_kwonly_varkw, lambda i: call(vec(i), io.StringIO(), k=3, z=i), 6),
+], ids=lambda v: getattr(v, "__qualname__", str(v)))
+def test_locals_and_signatures_across_a_break(fn, make, graphs):
+    assert_matches_eager(fn, make, graphs=graphs, breaks=1 if graphs == 0 else None)
