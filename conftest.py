@@ -13,12 +13,17 @@ At the repository root so that it covers both ``tests/`` and the package's docst
 - Generated kernels go to a fresh cache directory for the session, never ~/.cache.
 - The native extension is imported here: a missing or mismatched build fails the run
   at once, with how to build it, instead of failing (or skipping) tests one by one.
+- A doctest's changes to the environment are undone after it (the kernel cache's example
+  points FASTDYNAMO_CACHE_DIR at a new directory).
 """
 from __future__ import annotations
 
 import os
 import sys
 import tempfile
+
+import pytest
+from _pytest.doctest import DoctestItem
 
 if "triton" in sys.modules and os.environ.get("TRITON_INTERPRET") != "1":
     raise RuntimeError(
@@ -42,3 +47,24 @@ except NativeRuntimeError as err:
     ) from err
 
 fastdynamo.config.fallback_on_internal_error = False
+
+
+class _RestoreEnvironmentAfterDoctests:
+    """A plugin, not a conftest hook: conftest hooks do not reach the doctests of an
+    installed package (collected from site-packages, outside this directory)."""
+
+    def __init__(self) -> None:
+        self.saved: dict[str, str] = {}
+
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        if isinstance(item, DoctestItem):
+            self.saved = dict(os.environ)
+
+    def pytest_runtest_teardown(self, item: pytest.Item) -> None:
+        if isinstance(item, DoctestItem):
+            os.environ.clear()
+            os.environ.update(self.saved)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(_RestoreEnvironmentAfterDoctests(), "fastdynamo-doctest-environment")
