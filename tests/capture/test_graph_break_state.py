@@ -252,7 +252,8 @@ def counter(n):
 def test_mutations_of_python_objects():
     # The store to obj.n before the break is replayed before it; .item() breaks.
     # obj.n and the list's items are guarded values: every call compiles again (the
-    # namespace's resume functions are also specialized on the .item() value)
+    # frame and its resume function; a SimpleNamespace's attribute store breaks too, so
+    # its calls compile three resume functions each)
     assert_matches_eager(mutate_object_and_list, lambda i: call(vec(i), counter(i), [float(i)]), calls=4,
                          graphs=8)
     assert_matches_eager(mutate_object_and_list,
