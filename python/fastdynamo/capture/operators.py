@@ -42,6 +42,7 @@ def _is_sequence(var: VariableTracker) -> bool:
 def _sequence_items(var: VariableTracker) -> list[VariableTracker]:
     if isinstance(var, BaseSequenceVariable):
         return list(var.items)
+    assert isinstance(var, ConstantVariable), "_is_sequence checked it"
     return [wrap_constant_result(v) for v in var.value]
 
 

@@ -11,13 +11,29 @@ import types
 
 import torch
 
-from ..plans import (BuildDict, BuildList, BuildTuple, Call, Constant, FrameCell, FromSource,
-                       GraphOutput, OutputPlan, Shared)
 from ..exc import unsupported
+from ..plans import (
+    BuildDict,
+    BuildList,
+    BuildTuple,
+    Call,
+    Constant,
+    FrameCell,
+    FromSource,
+    GraphOutput,
+    OutputPlan,
+    Shared,
+)
 from .builder import ROOT_GLOBALS
 from .variables.base import MethodCallVariable, VariableTracker
 from .variables.constant import ConstantVariable
-from .variables.containers import DictVariable, IteratorVariable, ListIteratorVariable, ListVariable, TupleVariable
+from .variables.containers import (
+    DictVariable,
+    IteratorVariable,
+    ListIteratorVariable,
+    ListVariable,
+    TupleVariable,
+)
 from .variables.functions import NestedFunctionVariable, UserMethodVariable
 from .variables.misc import ExceptionVariable
 from .variables.tensor import TensorMethodVariable, TensorVariable
@@ -83,6 +99,7 @@ class OutputPlanBuilder:
             return Call(Constant(value.tuple_type), [BuildTuple(items)])  # structseq
         if isinstance(value, ListVariable):
             return BuildList([self.plan(item) for item in value.items])
+        assert isinstance(value, DictVariable), value.describe()
         return BuildDict([(Constant(k), self.plan(v)) for k, v in value.items.items()])
 
 

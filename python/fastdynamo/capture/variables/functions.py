@@ -13,8 +13,8 @@ import types
 from typing import Any
 
 from ...bytecode import version
-from ...guards.sources import AttrSource, ClosureSource, ItemSource
 from ...exc import unsupported
+from ...guards.sources import AttrSource, ClosureSource, ItemSource
 from .base import VariableTracker
 from .constant import ConstantVariable
 
@@ -119,7 +119,8 @@ class UserFunctionVariable(BaseFunctionVariable):
             key: wrap_value(tx, value, ItemSource(AttrSource(src, "__kwdefaults__"), key) if src else None)
             for key, value in (self.fn.__kwdefaults__ or {}).items()}
         cells = {}
-        for i, (name, cell) in enumerate(zip(self.fn.__code__.co_freevars, self.fn.__closure__ or ())):
+        closure = self.fn.__closure__ or ()
+        for i, (name, cell) in enumerate(zip(self.fn.__code__.co_freevars, closure, strict=True)):
             cell_source = (AttrSource(ItemSource(AttrSource(src, "__closure__"), i), "cell_contents")
                            if src else None)
             cells[name] = CellVariable(real_cell=cell, contents_source=cell_source, name=name)
@@ -154,7 +155,7 @@ class NestedFunctionVariable(BaseFunctionVariable):
         return types.FunctionType
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
-        cells = dict(zip(self.code.co_freevars, self.closure))
+        cells = dict(zip(self.code.co_freevars, self.closure, strict=True))
         return self.inline(tx, self.code, args, kwargs, self.defaults, self.kwdefaults, cells,
                            self.f_globals, self.globals_source, self.qualname)
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 import types
 from typing import Any
 
+from ...exc import unsupported
 from ...guards import type_is
 from ...guards.sources import AttrSource
-from ...exc import unsupported
 from .base import VariableTracker
 
 # Modules whose members are trusted not to be monkey-patched: their attributes are
@@ -66,8 +66,8 @@ class ClassVariable(VariableTracker):
         return self.cls
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
-        from .containers import TupleVariable
         from .constant import wrap_constant_result
+        from .containers import TupleVariable
 
         if issubclass(self.cls, tuple) and hasattr(self.cls, "_fields"):
             values = list(args) + [kwargs[f] for f in self.cls._fields[len(args):] if f in kwargs]
