@@ -75,6 +75,9 @@ pub struct CodeState {
     /// Whether this code is some entry's transformed code (stays skipped across reset).
     transformed: Cell<bool>,
     limit_warned: Cell<bool>,
+    /// Bumped by every change to `entries`, so that a lookup whose guards ran Python (and
+    /// may have let another thread push, promote or reset entries) knows its index is stale.
+    generation: Cell<u64>,
 }
 
 impl CodeState {
@@ -85,6 +88,7 @@ impl CodeState {
             entries: GilCell::new(Vec::new()),
             transformed: Cell::new(false),
             limit_warned: Cell::new(false),
+            generation: Cell::new(0),
         }
     }
 
@@ -123,7 +127,17 @@ impl CodeState {
             .unwrap_or_default()
     }
 
-    /// Moves the entry at `index` to the front (most recently used).
+    #[inline]
+    pub fn generation(&self) -> u64 {
+        self.generation.get()
+    }
+
+    fn changed(&self) {
+        self.generation.set(self.generation.get().wrapping_add(1));
+    }
+
+    /// Moves the entry at `index` to the front (most recently used). Only valid while the
+    /// generation is the one `index` was read under.
     pub fn touch(&self, py: Python<'_>, index: usize) {
         if index == 0 {
             return;
@@ -132,13 +146,27 @@ impl CodeState {
             if index < entries.len() {
                 let entry = entries.remove(index);
                 entries.insert(0, entry);
+                self.changed();
             }
         }
+    }
+
+    /// Moves `entry` to the front if it is still in the list (found by identity).
+    pub fn touch_entry(&self, py: Python<'_>, entry: &Bound<'_, CacheEntry>) {
+        let position = self.position(py, entry);
+        if let Some(index) = position {
+            self.touch(py, index);
+        }
+    }
+
+    pub fn position(&self, py: Python<'_>, entry: &Bound<'_, CacheEntry>) -> Option<usize> {
+        self.entries.try_borrow(py)?.iter().position(|e| e.as_ptr() == entry.as_ptr())
     }
 
     pub fn push_front(&self, py: Python<'_>, entry: Py<CacheEntry>) {
         if let Some(mut entries) = self.entries.try_borrow_mut(py) {
             entries.insert(0, entry);
+            self.changed();
         }
     }
 
@@ -148,6 +176,7 @@ impl CodeState {
     }
 
     fn take_entries(&self, py: Python<'_>) -> Vec<Py<CacheEntry>> {
+        self.changed();
         self.entries.try_borrow_mut(py).map(|mut e| std::mem::take(&mut *e)).unwrap_or_default()
     }
 

@@ -76,13 +76,22 @@ pub fn decide<'py>(frame: FrameRef<'py>, pending: Pending<'py>) -> Decision<'py>
 }
 
 /// Finds the first entry whose guards pass, in MRU order, and moves it to the front.
+///
+/// Guards may run Python (attribute reads, `__eq__`), which may switch threads; another
+/// thread may then push, promote or reset entries. The scan goes by index while the
+/// entries are unchanged, and over a copy from the start once they have changed.
 fn lookup<'py>(state: &CodeState, input: &GuardInput<'_, 'py>) -> Option<Bound<'py, CacheEntry>> {
     let py = input.py();
     let _suspended = callback::suspend();
+    let generation = state.generation();
     let mut index = 0;
     while let Some(entry) = state.entry(py, index) {
         let entry = entry.into_bound(py);
-        if entry.get().guard_set(py).get().check(input) {
+        let passed = entry.get().guard_set(py).get().check(input);
+        if state.generation() != generation {
+            return if passed { Some(promote(state, entry)) } else { lookup_in_copy(state, input) };
+        }
+        if passed {
             entry.get().count_hit();
             state.touch(py, index);
             return Some(entry);
@@ -91,6 +100,25 @@ fn lookup<'py>(state: &CodeState, input: &GuardInput<'_, 'py>) -> Option<Bound<'
         index += 1;
     }
     None
+}
+
+#[cold]
+fn lookup_in_copy<'py>(state: &CodeState, input: &GuardInput<'_, 'py>) -> Option<Bound<'py, CacheEntry>> {
+    let py = input.py();
+    for entry in state.entries(py) {
+        let entry = entry.into_bound(py);
+        if entry.get().guard_set(py).get().check(input) {
+            return Some(promote(state, entry));
+        }
+        entry.get().count_miss();
+    }
+    None
+}
+
+fn promote<'py>(state: &CodeState, entry: Bound<'py, CacheEntry>) -> Bound<'py, CacheEntry> {
+    entry.get().count_hit();
+    state.touch_entry(entry.py(), &entry);
+    entry
 }
 
 #[cold]
@@ -127,7 +155,15 @@ fn apply<'py>(state: &CodeState, input: &GuardInput<'_, 'py>, result: &Bound<'py
         return Decision::Default;
     }
     if let Ok(entry) = result.cast::<CacheEntry>() {
-        state.push_front(py, entry.clone().unbind());
+        // Another thread may have compiled this code meanwhile (the callback ran Python):
+        // an entry already in the list is promoted, and the limit holds for new ones.
+        if state.position(py, entry).is_some() {
+            state.touch_entry(py, entry);
+        } else if state.entry_count(py) < cache::recompile_limit() {
+            state.push_front(py, entry.clone().unbind());
+        } else {
+            state.set_action(py, Action::RunOnly);
+        }
         return Decision::Done(entry.get().run(input));
     }
     let as_action = if result.is_instance_of::<pyo3::types::PyBool>() { None } else { result.extract::<i64>().ok() };

@@ -23,19 +23,52 @@ def _entry_code(fn: Any):
     return getattr(fn, "__code__", None)
 
 
+def _torch_compile_hooks() -> tuple[Callable, Callable] | None:
+    """torch.compile's per-thread frame-callback getter and setter, if this torch has them."""
+    eval_frame = getattr(getattr(torch._C, "_dynamo", None), "eval_frame", None)
+    getter = getattr(eval_frame, "get_eval_frame_callback", None)
+    setter = getattr(eval_frame, "set_eval_frame", None)
+    return (getter, setter) if getter is not None and setter is not None else None
+
+
+_TORCH_COMPILE_HOOKS = _torch_compile_hooks()
+
+
 class _CompiledRegion:
-    """Runs a callable with this thread's frame callback set to ``callback``."""
+    """Runs a callable with this thread's frame callback set to ``callback``.
+
+    A region entered while torch.compile intercepts this thread's frames (a compiled
+    function called from a ``torch.compile``d one) turns torch.compile's callback off for
+    its duration: each compiler owns the frames of its own region (torch.compile's
+    wrappers, in turn, run with ours suspended: ``ConvertFrame.skip_action``). Turning it
+    off before ours is installed, and back on after ours is removed, keeps the two
+    evaluators' install and removal nested.
+    """
 
     def __init__(self, callback: Any):
         self.callback = callback
 
     def run(self, fn: Callable, args: tuple, kwargs: dict) -> Any:
         runtime = native()
+        if _TORCH_COMPILE_HOOKS is not None and _TORCH_COMPILE_HOOKS[0]() is not None:
+            return self._run_inside_torch_compile(runtime, fn, args, kwargs)
         prior = runtime.set_callback(self.callback)
         try:
             return fn(*args, **kwargs)
         finally:
             runtime.set_callback(prior)
+
+    def _run_inside_torch_compile(self, runtime: Any, fn: Callable, args: tuple, kwargs: dict) -> Any:
+        set_torch_callback = _TORCH_COMPILE_HOOKS[1]  # type: ignore[index]
+        torch_prior = set_torch_callback(None)
+        try:
+            prior = runtime.set_callback(self.callback)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                runtime.set_callback(prior)
+        finally:
+            set_torch_callback(torch_prior)
 
 
 def _make_callback(backend: str | Backend, fullgraph: bool, entry_codes: set, recorder=None):

@@ -95,6 +95,26 @@ def _package_dir(name: str) -> str | None:
 
 
 _STDLIB = sysconfig.get_paths()["stdlib"] + os.sep
+# Pseudo-filenames of code generated at run time (dataclasses, namedtuple, exec/eval of a
+# string, sympy's lambdify, torch's generated helpers).
+_GENERATED_SOURCES = ("<string>", "<lambdifygenerated", "<torch", "<frozen ", "<__array_function__")
+
+
+def _other_compiler_dirs() -> tuple[str, ...]:
+    torch_dir = os.path.dirname(torch.__file__) + os.sep
+    return tuple(torch_dir + sub + os.sep for sub in ("_dynamo", "_inductor", "compiler"))
+
+
+_OTHER_COMPILER_DIRS = _other_compiler_dirs()
+
+
+def _entry_passing_now(runtime: Any, frame: Any) -> Any:
+    """An entry of the frame's code whose guards pass for it (pushed by another thread
+    between the native lookup and this callback taking the compile lock)."""
+    for entry in runtime.cache_entries(frame.f_code):
+        if entry.guards.check(frame):
+            return entry
+    return None
 
 
 def _skip_dirs() -> tuple[str, ...]:
@@ -143,6 +163,9 @@ class ConvertFrame:
         if skip is not None:
             return getattr(runtime, skip)
         with _compile_lock:
+            existing = _entry_passing_now(runtime, frame)
+            if existing is not None:
+                return existing  # another thread compiled this code while we waited
             try:
                 return self.compile_frame(runtime, frame)
             except FullGraphError:
@@ -168,14 +191,20 @@ class ConvertFrame:
         filename = code.co_filename
         if filename.startswith(GENERATED_FILENAME_PREFIX) or filename.startswith("<eval_with_key>"):
             return "SKIP_RECURSIVE"  # generated graph code: nothing below it is user code
+        if filename.startswith(_OTHER_COMPILER_DIRS):
+            # torch.compile's own frames (its compiled-function wrappers, its compiler):
+            # what runs below them is torch.compile's to compile, never ours.
+            return "SKIP_RECURSIVE"
         if code in self.entry_codes:
             return None
+        if filename.startswith(_GENERATED_SOURCES):
+            # Code generated at run time by libraries: dataclass and namedtuple methods,
+            # sympy's and torch's generated helpers, exec'd strings.
+            return "SKIP"
         if code.co_flags & _NOT_COMPILED_FLAGS or code.co_name in _NOT_COMPILED_NAMES:
             return "SKIP"
         if not code.co_flags & inspect.CO_OPTIMIZED:
             return "SKIP"  # class bodies, exec'd code: their locals are a namespace dict
-        if filename == "<string>" and "_tuple_new" in code.co_names:
-            return "SKIP"  # collections.namedtuple's generated constructor
         if filename.startswith(self._skip_dirs):
             return "SKIP"
         if filename.startswith(_STDLIB) and "site-packages" not in filename:
