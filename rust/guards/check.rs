@@ -4,7 +4,7 @@ use super::source::bad;
 use super::tensor::TensorCheck;
 use crate::errors::Error;
 use pyo3::prelude::*;
-use pyo3::types::{PyFrozenSet, PyTuple, PyType};
+use pyo3::types::{PyFloat, PyFrozenSet, PyTuple, PyType};
 use std::fmt::Write;
 
 pub enum Check {
@@ -62,11 +62,7 @@ impl Check {
         let ok = match self {
             Check::TypeIs(expected) => value.get_type().as_ptr() == expected.as_ptr(),
             Check::IdIs(expected) => value.as_ptr() == expected.as_ptr(),
-            Check::Equals(expected) => {
-                let expected = expected.bind(py);
-                value.get_type().as_ptr() == expected.get_type().as_ptr()
-                    && value.eq(expected).unwrap_or_else(|_| false)
-            }
+            Check::Equals(expected) => same_constant(value, expected.bind(py)),
             Check::LenIs(expected) => value.len().is_ok_and(|n| n == *expected),
             Check::IsNone => value.is_none(),
             Check::NotNone => !value.is_none(),
@@ -180,6 +176,29 @@ impl TorchState {
 
 fn py_bool(value: bool) -> &'static str {
     if value { "True" } else { "False" }
+}
+
+/// The `equals` check: the same exact type and the same value, where floats compare by bit
+/// pattern (`-0.0` is not `0.0`, and a NaN constant matches the same NaN), also inside
+/// tuples and frozensets.
+fn same_constant(value: &Bound<'_, PyAny>, expected: &Bound<'_, PyAny>) -> bool {
+    if value.as_ptr() == expected.as_ptr() {
+        return true;
+    }
+    if value.get_type().as_ptr() != expected.get_type().as_ptr() {
+        return false;
+    }
+    if let (Ok(a), Ok(b)) = (value.cast::<PyFloat>(), expected.cast::<PyFloat>()) {
+        return a.value().to_bits() == b.value().to_bits();
+    }
+    if let (Ok(a), Ok(b)) = (value.cast::<PyTuple>(), expected.cast::<PyTuple>()) {
+        return a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| same_constant(&x, &y));
+    }
+    if let (Ok(a), Ok(b)) = (value.cast::<PyFrozenSet>(), expected.cast::<PyFrozenSet>()) {
+        // `==` on sets hashes floats by value (0.0 and -0.0 collide): match item by item.
+        return a.len() == b.len() && a.iter().all(|x| b.iter().any(|y| same_constant(&x, &y)));
+    }
+    value.eq(expected).unwrap_or(false)
 }
 
 fn is_plain_constant(value: &Bound<'_, PyAny>) -> bool {

@@ -20,6 +20,15 @@ from .base import MethodCallVariable, VariableTracker
 from .constant import ConstantVariable
 
 
+def method_of(container: VariableTracker, name: str) -> VariableTracker:
+    """``container.name``: a method of the container's type, or an AttributeError (which
+    ``getattr(obj, name, default)`` turns into the default)."""
+    if not hasattr(container.python_type(), name):
+        raise unsupported(f"AttributeError: {container.python_type().__name__!r} object has no "
+                          f"attribute {name!r}")
+    return MethodCallVariable(container, name)
+
+
 class BaseSequenceVariable(VariableTracker):
     """Shared behaviour of tuples and lists."""
 
@@ -31,7 +40,7 @@ class BaseSequenceVariable(VariableTracker):
         return list(self.items)
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        return MethodCallVariable(self, name)
+        return method_of(self, name)
 
     def truth(self, tx) -> bool:
         return bool(self.items)
@@ -182,7 +191,7 @@ class DictVariable(VariableTracker):
         return {k: v.graph_arg(fake) for k, v in self.items.items()}
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        return MethodCallVariable(self, name)
+        return method_of(self, name)
 
     def truth(self, tx) -> bool:
         return bool(self.items)
@@ -306,7 +315,7 @@ class SetVariable(VariableTracker):
         return set(self.items)
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        return MethodCallVariable(self, name)
+        return method_of(self, name)
 
     def unpack_var_sequence(self, tx) -> list[VariableTracker]:
         return [ConstantVariable(v) for v in self.items]
