@@ -272,7 +272,9 @@ unsafe extern "C" fn evaluate(
         }
         Ok(decision) => decision,
         // Frames run by `sys.settrace`/`sys.setprofile` functions (and whatever those call)
-        // are never ours: they run with the thread's `tracing` count raised.
+        // are never ours: they run with the thread's `tracing` count raised. While a trace
+        // function is set (a debugger, coverage), frames run as Python too: line events
+        // and breakpoints need the original bytecode. (Profile functions see compiled code.)
         // SAFETY: `tstate` is the thread state CPython passed with this frame.
         Err(_) if unsafe { fd_thread_is_tracing(tstate) } != 0 => {
             // SAFETY: forwarding CPython's own arguments to the evaluator we chained to.

@@ -59,7 +59,8 @@ void fd_set_eval_frame(fd_eval_fn fn) {
 }
 
 /* Non-zero while the thread runs a `sys.settrace`/`sys.setprofile` function (CPython
- * raises `tracing` around the call): those frames are never compiled. */
+ * raises `tracing` around the call), or has a trace function (a debugger, coverage):
+ * then frames run as Python. */
 int fd_thread_is_tracing(PyThreadState *tstate) {
-    return tstate->tracing;
+    return tstate->tracing > 0 || tstate->c_tracefunc != NULL;
 }
