@@ -64,7 +64,7 @@ pub fn decide<'py>(frame: FrameRef<'py>, pending: Pending<'py>) -> Decision<'py>
     let input = GuardInput::from_frame(frame);
     if let Some(state) = state {
         if let Some(entry) = lookup(state, &input) {
-            return Decision::Done(entry.get().run(&input));
+            return Decision::Done(CacheEntry::run(&entry, &input));
         }
         if mode == Mode::RunOnly || state.action(frame.py()) == Action::RunOnly {
             return Decision::Default;
@@ -164,7 +164,7 @@ fn apply<'py>(state: &CodeState, input: &GuardInput<'_, 'py>, result: &Bound<'py
         } else {
             state.set_action(py, Action::RunOnly);
         }
-        return Decision::Done(entry.get().run(input));
+        return Decision::Done(CacheEntry::run(entry, input));
     }
     let as_action = if result.is_instance_of::<pyo3::types::PyBool>() { None } else { result.extract::<i64>().ok() };
     match as_action.and_then(Action::from_int) {

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import linecache
 import os
 import sysconfig
 import threading
@@ -50,10 +51,35 @@ def _compiled_fn_name() -> str:
 
 
 def forget_compiled_fns() -> None:
-    """Remove the compiled graphs from the globals they were stored in (``reset``)."""
+    """Remove the compiled graphs from the globals they were stored in, and the sources of
+    generated code from ``linecache`` and torch.fx's source cache (``reset``)."""
     while _installed_fns:
         f_globals, name = _installed_fns.pop()
         f_globals.pop(name, None)
+    fx_sources = _fx_source_cache()
+    while _generated_sources:
+        name = _generated_sources.pop()
+        linecache.cache.pop(name, None)
+        fx_sources.pop(name, None)
+
+
+# Pseudo-filenames of the code compiling a frame generated (graph code, torch.fx modules),
+# registered in linecache for tracebacks; ``reset`` removes them.
+_generated_sources: list[str] = []
+
+
+def _fx_source_cache() -> dict:
+    loader = getattr(torch.fx.graph_module, "_loader", None)
+    cache = getattr(loader, "eval_cache", None)
+    return cache if isinstance(cache, dict) else {}
+
+
+def _generated_names() -> set[str]:
+    return {name for name in itertools.chain(list(linecache.cache), list(_fx_source_cache())) if name.startswith("<")}
+
+
+def _record_generated_sources(before: set[str]) -> None:
+    _generated_sources.extend(_generated_names() - before)
 
 
 @dataclass
@@ -166,6 +192,7 @@ class ConvertFrame:
             existing = _entry_passing_now(runtime, frame)
             if existing is not None:
                 return existing  # another thread compiled this code while we waited
+            sources_before = _generated_names()
             try:
                 return self.compile_frame(runtime, frame)
             except FullGraphError:
@@ -174,6 +201,8 @@ class ConvertFrame:
                 if not config.fallback_on_internal_error:
                     raise
                 return self.internal_error(runtime, code, bug)
+            finally:
+                _record_generated_sources(sources_before)
 
     def internal_error(self, runtime: Any, code: CodeType, bug: Exception) -> Any:
         """A bug in the compiler: the frame runs as Python, and the bug is reported."""
