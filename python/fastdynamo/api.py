@@ -120,6 +120,7 @@ def compile(fn_or_module: Any = None, *, backend: str | Backend = DEFAULT_BACKEN
         return region.run(fn, args, kwargs)
 
     compiled._fastdynamo_original = fn  # type: ignore[attr-defined]
+    compiled._fastdynamo_region = region  # type: ignore[attr-defined]
     return compiled
 
 
