@@ -26,6 +26,11 @@ pub enum Action {
     SkipRecursive = 2,
     /// Look up the cache, never compile (set when the recompile limit is reached).
     RunOnly = 3,
+    /// The code of `fastdynamo.compile`'s wrapper: entered while its region is already
+    /// this thread's (a compiled function calling itself or another of the same
+    /// `compile`), the function it wraps is called directly, so that a compiled call costs
+    /// the recursion depth (and C stack) of an eager one, not three frames.
+    RegionWrapper = 4,
 }
 
 impl Action {
@@ -35,6 +40,7 @@ impl Action {
             1 => Some(Action::Skip),
             2 => Some(Action::SkipRecursive),
             3 => Some(Action::RunOnly),
+            4 => Some(Action::RegionWrapper),
             _ => None,
         }
     }

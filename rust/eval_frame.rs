@@ -48,7 +48,7 @@ pub fn quick_decision<'py>(
         match state.action(frame.py()) {
             Action::Skip => return Ok(Decision::Default),
             Action::SkipRecursive => return Ok(Decision::DefaultUnobserved),
-            Action::Default | Action::RunOnly => {}
+            Action::Default | Action::RunOnly | Action::RegionWrapper => {}
         }
     }
     Err(Pending { mode, state })
@@ -60,6 +60,9 @@ pub fn decide<'py>(frame: FrameRef<'py>, pending: Pending<'py>) -> Decision<'py>
     let Pending { mode, state } = pending;
     if frame.is_generator_like() || !frame.owned_by_thread() || frame.has_started() {
         return Decision::Default;
+    }
+    if state.is_some_and(|s| s.action(frame.py()) == Action::RegionWrapper) {
+        return call_through_wrapper(frame).unwrap_or(Decision::Default);
     }
     let input = GuardInput::from_frame(frame);
     if let Some(state) = state {
@@ -119,6 +122,25 @@ fn promote<'py>(state: &CodeState, entry: Bound<'py, CacheEntry>) -> Bound<'py, 
     entry.get().count_hit();
     state.touch_entry(entry.py(), &entry);
     entry
+}
+
+/// A `fastdynamo.compile` wrapper entered inside its own region: calls the wrapped
+/// function with the wrapper's `*args`/`**kwargs` (the wrapper would only set the callback
+/// that is already set). None when the wrapper must run (another region, or no callback).
+fn call_through_wrapper<'py>(frame: FrameRef<'py>) -> Option<Decision<'py>> {
+    let py = frame.py();
+    let current = callback::compile_callback(py)?;
+    let wrapper = frame.function();
+    let region = wrapper.getattr(pyo3::intern!(py, "_fastdynamo_region")).ok()?;
+    let region_callback = region.getattr(pyo3::intern!(py, "callback")).ok()?;
+    if region_callback.as_ptr() != current.as_ptr() {
+        return None;
+    }
+    let original = wrapper.getattr(pyo3::intern!(py, "_fastdynamo_original")).ok()?;
+    let args = frame.local(0)?.cast::<pyo3::types::PyTuple>().ok()?.to_owned();
+    let kwargs = frame.local(1)?.cast::<pyo3::types::PyDict>().ok()?.to_owned();
+    let kwargs = (!kwargs.is_empty()).then_some(kwargs);
+    Some(Decision::Done(original.call(args, kwargs.as_ref())))
 }
 
 #[cold]

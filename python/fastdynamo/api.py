@@ -121,7 +121,22 @@ def compile(fn_or_module: Any = None, *, backend: str | Backend = DEFAULT_BACKEN
 
     compiled._fastdynamo_original = fn  # type: ignore[attr-defined]
     compiled._fastdynamo_region = region  # type: ignore[attr-defined]
+    _mark_region_wrapper(compiled.__code__)
     return compiled
+
+
+def _mark_region_wrapper(code: Any) -> None:
+    """Called from inside its own region, a wrapper is skipped by the runtime, which calls
+    the wrapped function directly (``REGION_WRAPPER``): a compiled recursive function
+    then costs eager's recursion depth per level. (Every wrapper has the same code: that of
+    ``compiled`` in :func:`compile`; ``reset`` clears actions, so it marks it again.)"""
+    global _wrapper_code
+    _wrapper_code = code
+    try:
+        runtime = native()
+    except ImportError:
+        return  # calling the compiled function reports the missing runtime
+    runtime.set_code_action(code, runtime.REGION_WRAPPER)
 
 
 # Methods that OptimizedModule forwards to the original module, so that its parameters,
@@ -225,3 +240,8 @@ def reset() -> None:
     except ImportError:
         return
     runtime.reset()
+    if _wrapper_code is not None:
+        _mark_region_wrapper(_wrapper_code)
+
+
+_wrapper_code: Any = None

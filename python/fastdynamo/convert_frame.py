@@ -134,14 +134,6 @@ def _other_compiler_dirs() -> tuple[str, ...]:
 _OTHER_COMPILER_DIRS = _other_compiler_dirs()
 
 
-_compiling = threading.local()
-
-
-def compiling_callback() -> Any:
-    """The ConvertFrame compiling a frame on this thread now (None outside a compile)."""
-    return getattr(_compiling, "callback", None)
-
-
 def _entry_passing_now(runtime: Any, frame: Any) -> Any:
     """An entry of the frame's code whose guards pass for it (pushed by another thread
     between the native lookup and this callback taking the compile lock)."""
@@ -201,7 +193,6 @@ class ConvertFrame:
             if existing is not None:
                 return existing  # another thread compiled this code while we waited
             sources_before = _generated_names()
-            outer, _compiling.callback = compiling_callback(), self
             try:
                 return self.compile_frame(runtime, frame)
             except FullGraphError:
@@ -211,7 +202,6 @@ class ConvertFrame:
                     raise
                 return self.internal_error(runtime, code, bug)
             finally:
-                _compiling.callback = outer
                 _record_generated_sources(sources_before)
 
     def internal_error(self, runtime: Any, code: CodeType, bug: Exception) -> Any:

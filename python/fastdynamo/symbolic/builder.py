@@ -32,8 +32,7 @@ from .exc import unsupported
 from .variables.base import MethodCallVariable, VariableTracker
 from .variables.constant import ConstantVariable, PureFunctionVariable, wrap_constant_result
 from .variables.containers import DictVariable, ListVariable, SetVariable, TupleVariable
-from .variables.functions import (CompiledRegionCallVariable, PartialVariable, UserFunctionVariable,
-                                  UserMethodVariable)
+from .variables.functions import PartialVariable, UserFunctionVariable, UserMethodVariable
 from .variables.misc import ClassVariable, PythonModuleVariable, UserObjectVariable, is_trusted_module
 from .variables.nn_module import NNModuleVariable
 from .variables.torch_functions import GradModeExitVariable, GradModeVariable, TorchFunctionVariable
@@ -94,18 +93,6 @@ def is_torch_callable(value: Any) -> bool:
         return True
     owner = getattr(value, "__self__", None)
     return isinstance(owner, types.ModuleType) and owner.__name__.startswith("torch")
-
-
-def _same_region_original(fn: types.FunctionType) -> types.FunctionType | None:
-    """The function a ``fastdynamo.compile`` wrapper wraps, when the wrapper's callback is
-    the one compiling now (see ``CompiledRegionCallVariable``)."""
-    region = getattr(fn, "_fastdynamo_region", None)
-    original = getattr(fn, "_fastdynamo_original", None)
-    if region is None or not isinstance(original, types.FunctionType):
-        return None
-    from ..convert_frame import compiling_callback
-
-    return original if region.callback is compiling_callback() else None
 
 
 def wrap_value(tx, value: Any, source: Source | None) -> VariableTracker:
@@ -214,12 +201,6 @@ def wrap_value(tx, value: Any, source: Source | None) -> VariableTracker:
         guard(id_is(value))
         return TorchFunctionVariable(value, source)
     if isinstance(value, types.FunctionType):
-        original = _same_region_original(value)
-        if original is not None and source is not None:
-            guard(id_is(value))
-            original_source = AttrSource(source, "_fastdynamo_original")
-            tx.output.add_guard(original_source, id_is(original))
-            return CompiledRegionCallVariable(original, original_source)
         guard(id_is(value))
         return UserFunctionVariable(value, source)
     if isinstance(value, types.BuiltinFunctionType):

@@ -136,21 +136,6 @@ class UserFunctionVariable(BaseFunctionVariable):
         return f"UserFunctionVariable({self.fn.__qualname__})"
 
 
-class CompiledRegionCallVariable(UserFunctionVariable):
-    """A ``fastdynamo.compile`` wrapper of the configuration being traced, seen as the
-    function it wraps (its source reads ``wrapper._fastdynamo_original``). Calling it is a
-    graph break that calls the original directly: the thread already runs with this
-    configuration's callback, so the wrapper would change nothing but add two Python
-    frames per call, and a compiled recursive function would reach Python's recursion
-    limit at a third of eager's depth."""
-
-    def call_function(self, tx, args, kwargs) -> VariableTracker:
-        raise unsupported(f"call to {self.fn.__qualname__}, compiled on its own")
-
-    def describe(self) -> str:
-        return f"CompiledRegionCallVariable({self.fn.__qualname__})"
-
-
 class NestedFunctionVariable(BaseFunctionVariable):
     """A function made by ``MAKE_FUNCTION`` during the trace (lambdas, inner defs,
     comprehensions): its defaults and closure cells are symbolic."""
