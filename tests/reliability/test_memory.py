@@ -12,7 +12,11 @@ import torch
 
 import fastdynamo
 from fastdynamo._runtime import native
-from fastdynamo.convert_frame import _fx_source_cache
+
+
+def _fx_source_cache() -> dict:
+    """torch.fx's cache of generated module sources (what its linecache entries read)."""
+    return getattr(getattr(torch.fx.graph_module, "_loader", None), "eval_cache", {})
 
 
 @pytest.fixture(autouse=True)
