@@ -142,10 +142,13 @@ class Tagged:
 
     def __init__(self, tag):
         self._tag = tag
+        self.reads = 0
 
     @property
     def tag(self):
-        if self._tag == "b" and Tagged.pause_once is not None:
+        self.reads += 1
+        # the second read is b's own guard (the first is a's, the entry before it)
+        if self._tag == "b" and self.reads == 2 and Tagged.pause_once is not None:
             pause, Tagged.pause_once = Tagged.pause_once, None
             pause.set()
             assert Tagged.resumed.wait(10)  # another thread pushes an entry meanwhile
