@@ -89,6 +89,7 @@ impl<'a, 'py> GuardInput<'a, 'py> {
         self.closure
     }
 
+    #[must_use]
     pub fn function(&self) -> Option<Borrowed<'_, 'py, PyAny>> {
         self.function
     }

@@ -12,7 +12,7 @@ fn runtime_version() -> &'static str {
     env!("CARGO_PKG_VERSION")
 }
 
-/// Marks `code` with an action: DEFAULT, SKIP, SKIP_RECURSIVE, RUN_ONLY or REGION_WRAPPER.
+/// Marks `code` with an action: `DEFAULT`, `SKIP`, `SKIP_RECURSIVE`, `RUN_ONLY` or `REGION_WRAPPER`.
 #[pyfunction]
 fn set_code_action(py: Python<'_>, code: &Bound<'_, PyAny>, action: i64) -> PyResult<()> {
     let action = Action::from_int(action)

@@ -42,7 +42,7 @@ const PROBE_WAITING: u8 = 1;
 const PROBE_SEEN: u8 = 2;
 
 /// Hands a frame we do not run ourselves to the evaluator we chained to. When that is
-/// CPython's own (the common case) this is a tail jump.
+/// the interpreter's own (the common case) this is a tail jump.
 #[inline]
 unsafe fn hand_on(tstate: *mut PyThreadState, frame: *mut c_void, throwflag: c_int) -> *mut PyObject {
     let previous = PREVIOUS.load(Ordering::Relaxed);
@@ -56,7 +56,7 @@ unsafe fn hand_on(tstate: *mut PyThreadState, frame: *mut c_void, throwflag: c_i
 
 /// Hands a frame to another PEP 523 evaluator. If that evaluator (or one below it) hands
 /// the same frame back to us, the chain loops (it was installed over us and we over it):
-/// the frame is then evaluated by CPython's evaluator instead of going round again.
+/// the frame is then evaluated by the default evaluator instead of going round again.
 #[cold]
 #[inline(never)]
 unsafe fn hand_on_chained(previous: *mut c_void, tstate: *mut PyThreadState, frame: *mut c_void, throwflag: c_int) -> *mut PyObject {

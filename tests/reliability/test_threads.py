@@ -4,6 +4,7 @@ that exit with a callback set, and cache entries reordered by another thread whi
 run Python."""
 from __future__ import annotations
 
+import sys
 import threading
 import time
 
@@ -109,6 +110,33 @@ def test_triton_interpreter_kernels_from_eight_threads():
 
     errors = _run_threads(worker)
     assert errors == [] and wrong == []  # were interpreter errors: the grid index is global
+
+
+def test_triton_interpreter_kernels_under_a_profiler_in_threads():
+    pytest.importorskip("triton")
+    compiled = fastdynamo.compile(scale)
+    x, y = torch.randn(4), torch.randn(4)
+    with torch.no_grad():
+        compiled(x, y)  # compiled before profiling starts
+    events = []
+
+    def profiler(frame, event, arg):
+        events.append(event)
+
+    wrong = []
+
+    def worker(index):
+        sys.setprofile(profiler)
+        try:
+            for _ in range(3):
+                with torch.no_grad():
+                    if not torch.allclose(compiled(x, y), scale(x, y)):
+                        wrong.append(index)
+        finally:
+            sys.setprofile(None)
+
+    assert _run_threads(worker, count=4) == [] and wrong == []
+    assert events and native().cache_entries(profiler.__code__) == []
 
 
 def test_thread_exiting_with_a_callback_set_releases_the_evaluator():
