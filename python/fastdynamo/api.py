@@ -32,6 +32,8 @@ def _torch_compile_hooks() -> tuple[Callable, Callable] | None:
 
 
 _TORCH_COMPILE_HOOKS = _torch_compile_hooks()
+# torch.compile's callback on this thread (None outside its regions), read per region entry.
+_torch_compile_callback: Callable[[], Any] = _TORCH_COMPILE_HOOKS[0] if _TORCH_COMPILE_HOOKS else (lambda: None)
 
 
 class _CompiledRegion:
@@ -50,7 +52,7 @@ class _CompiledRegion:
 
     def run(self, fn: Callable, args: tuple, kwargs: dict) -> Any:
         runtime = native()
-        if _TORCH_COMPILE_HOOKS is not None and _TORCH_COMPILE_HOOKS[0]() is not None:
+        if _torch_compile_callback() is not None:
             return self._run_inside_torch_compile(runtime, fn, args, kwargs)
         prior = runtime.set_callback(self.callback)
         try:
