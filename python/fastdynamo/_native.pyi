@@ -56,7 +56,7 @@ _Action: TypeAlias = Literal[0, 1, 2, 3, 4]
 
 # ---------------------------------------------------------------------------------------
 # Guard specs (parsed by `rust/guards/source.rs` and `rust/guards/check.rs`; built by
-# `fastdynamo.sources` and `fastdynamo.guards`)
+# `fastdynamo.guards.sources` and `fastdynamo.guards`)
 
 _Source: TypeAlias = (
     tuple[Literal["local"], int, str]  # localsplus index, name
