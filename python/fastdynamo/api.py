@@ -117,13 +117,13 @@ def compile(fn_or_module: Any = None, *, backend: str | Backend = DEFAULT_BACKEN
     region = _CompiledRegion(_make_callback(backend, fullgraph, {entry} if entry else set(), _recorder))
     fn = fn_or_module
 
-    @functools.wraps(fn)
     def compiled(*args, **kwargs):
         return region.run(fn, args, kwargs)
 
+    _mark_region_wrapper(compiled.__code__)
+    compiled = functools.wraps(fn)(compiled)
     compiled._fastdynamo_original = fn  # type: ignore[attr-defined]
     compiled._fastdynamo_region = region  # type: ignore[attr-defined]
-    _mark_region_wrapper(compiled.__code__)
     return compiled
 
 

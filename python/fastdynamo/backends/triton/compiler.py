@@ -38,9 +38,8 @@ from types import ModuleType
 from typing import Any, Callable
 
 import torch
-from torch.utils import _pytree as pytree
-
 from torch._subclasses.fake_tensor import FakeTensor
+from torch.utils import _pytree as pytree
 
 from . import cache, runtime
 from .fusion import fuse
