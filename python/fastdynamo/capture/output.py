@@ -20,6 +20,7 @@ from .variables.constant import ConstantVariable
 from .variables.containers import DictVariable, IteratorVariable, ListIteratorVariable, ListVariable, TupleVariable
 from .variables.functions import NestedFunctionVariable, UserMethodVariable
 from .variables.misc import ExceptionVariable
+from .variables.user_objects import NewObjectVariable, rebuild_object
 from .variables.tensor import TensorMethodVariable, TensorVariable
 
 
@@ -55,6 +56,8 @@ class OutputPlanBuilder:
             return FromSource(value.source)
         if value.is_python_constant():
             return Constant(value.as_python_constant())
+        if isinstance(value, NewObjectVariable):
+            return self._shared_plan(value, self._object_plan)  # one object, as in eager
         rebuilt = self._rebuild_callable_or_iterator(value)
         if rebuilt is not None:
             return rebuilt
@@ -108,6 +111,11 @@ class OutputPlanBuilder:
                 and all(id(cell) in self.frame_cells for cell in value.closure):
             return self._shared_plan(value, self._function_plan)  # one function, as in eager
         return None
+
+    def _object_plan(self, value: NewObjectVariable) -> OutputPlan:
+        # the class, then its attributes in insertion order (user_objects.rebuild_object)
+        return Call(Constant(rebuild_object), [Constant(value.cls), Constant(tuple(value.attrs)),
+                                               BuildTuple([self.plan(v) for v in value.attrs.values()])])
 
     def _function_plan(self, value: NestedFunctionVariable) -> OutputPlan:
         defaults = BuildTuple([self.plan(d) for d in value.defaults]) if value.defaults \

@@ -297,17 +297,20 @@ def _id(tx, *args):
 
 @handles(callable)
 def _callable(tx, value):
-    from .functions import BaseFunctionVariable, PartialVariable, UserMethodVariable
-    from .nn_module import NNModuleVariable
-    from .torch_functions import TorchFunctionVariable
+    """``callable(v)`` is ``type(v)`` having ``__call__`` on its MRO (``tp_call``): read
+    from the value's exact type, which its guards fix."""
+    from .attributes import MISSING, type_lookup
 
-    kinds = (BaseFunctionVariable, PartialVariable, UserMethodVariable, NNModuleVariable,
-             TorchFunctionVariable, BuiltinVariable)
-    if isinstance(value, kinds):
-        return ConstantVariable(True)
     if value.is_python_constant():
         return ConstantVariable(callable(value.as_python_constant()))
-    return ConstantVariable(False)
+    return ConstantVariable(type_lookup(value.python_type(), "__call__") is not MISSING)
+
+
+@handles(super)
+def _super(tx, *args):
+    from .user_objects import make_super
+
+    return make_super(tx, list(args))
 
 
 @handles(functools.partial)

@@ -9,6 +9,7 @@ with the caller's symbolic arguments, so the callee's tensor ops land in the sam
 """
 from __future__ import annotations
 
+import functools
 import types
 from typing import Any
 
@@ -188,6 +189,9 @@ class PartialVariable(VariableTracker):
         self.args = list(args)
         self.kwargs = dict(kwargs)
         self.source = source
+
+    def python_type(self) -> type:
+        return functools.partial
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
         return self.fn.call_function(tx, [*self.args, *args], {**self.kwargs, **kwargs})

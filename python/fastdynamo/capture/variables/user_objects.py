@@ -1,0 +1,263 @@
+"""Instances of user classes made by the frame, ``super()``, and calls the translator
+models with a Python function of its own.
+
+``C(*args)`` for an ordinary class (``type`` as metaclass, or one that does not override
+``__call__``; ``object.__new__``; only Python classes on the MRO) makes a
+:class:`NewObjectVariable` and inlines ``C.__init__`` on it; dataclasses are ordinary
+classes whose generated ``__init__`` is a Python function (traced like any other). The
+object's attributes live in the tracker, in insertion order; when it leaves the frame
+(returned, stored, alive at a graph break) the rewritten code rebuilds it with
+:func:`rebuild_object`: ``cls.__new__(cls)`` and ``object.__setattr__`` for each
+attribute, in order.
+
+>>> class P:
+...     pass
+>>> obj = rebuild_object(P, ("a", "b"), (1, 2))
+>>> type(obj) is P, vars(obj)
+(True, {'a': 1, 'b': 2})
+"""
+from __future__ import annotations
+
+import types
+from typing import Any, Callable
+
+import torch
+
+from ...exc import unsupported
+from ...guards import id_is
+from ...guards.sources import AttrSource, ItemSource, TypeSource
+from .attributes import (MISSING, generic_setattr_target, instance_getattr, method_source,
+                         property_set, type_lookup)
+from .base import VariableTracker
+from .constant import ConstantVariable
+
+_HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement
+
+
+def rebuild_object(cls: type, names: tuple, values: tuple) -> Any:
+    """An instance of ``cls`` made by the frame, rebuilt after the graph."""
+    obj = cls.__new__(cls)
+    for name, value in zip(names, values):
+        object.__setattr__(obj, name, value)
+    return obj
+
+
+def constructible(cls: type) -> str | None:
+    """Why ``cls(...)`` is not modelled, or None when it is an ordinary class."""
+    if type(cls).__call__ is not type.__call__:
+        return f"the metaclass {type(cls).__qualname__} overrides __call__"
+    if getattr(cls, "__abstractmethods__", None):
+        return "an abstract class"
+    if issubclass(cls, torch.nn.Module):
+        return "an nn.Module constructed inside the frame"
+    if any(klass is not object and not klass.__flags__ & _HEAPTYPE for klass in cls.__mro__):
+        return "a subclass of a builtin type"
+    if cls.__new__ is not object.__new__:
+        return f"{cls.__qualname__} overrides __new__"
+    return None
+
+
+def construct(tx, cls: type, class_source, args, kwargs) -> VariableTracker:
+    """``cls(*args, **kwargs)`` for an ordinary class: a new object, ``__init__`` inlined."""
+    from .functions import UserFunctionVariable
+
+    why = constructible(cls)
+    if why is not None:
+        raise unsupported(f"constructing {cls.__qualname__}: {why}")
+    obj = NewObjectVariable(cls, class_source)
+    init = type_lookup(cls, "__init__")
+    if init is object.__init__:
+        if args or kwargs:
+            raise unsupported(f"{cls.__qualname__}() takes no arguments (TypeError)")
+        return obj
+    if not isinstance(init, types.FunctionType):
+        raise unsupported(f"{cls.__qualname__}.__init__ of kind {type(init).__name__}")
+    source = method_source(None, class_source, "__init__")
+    if source is not None:
+        tx.output.add_guard(source, id_is(init))
+    result = UserFunctionVariable(init, source).call_function(tx, [obj, *args], kwargs)
+    if not (result.is_python_constant() and result.as_python_constant() is None):
+        raise unsupported(f"{cls.__qualname__}.__init__ returned a value (TypeError)")
+    return obj
+
+
+class NewObjectVariable(VariableTracker):
+    """An instance of a user class made during the trace; ``attrs`` are its instance
+    dict (and slots), in insertion order."""
+
+    def __init__(self, cls: type, class_source=None):
+        self.cls = cls
+        self.class_source = class_source
+        self.attrs: dict[str, VariableTracker] = {}
+
+    def python_type(self) -> type:
+        return self.cls
+
+    def truth(self, tx) -> bool:
+        if type_lookup(self.cls, "__bool__") is not MISSING or type_lookup(self.cls, "__len__") is not MISSING:
+            raise unsupported(f"truth of a {self.cls.__qualname__} (it defines __bool__ or __len__)")
+        return True
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        if name == "__dict__":
+            raise unsupported(f"__dict__ of a {self.cls.__qualname__} made by the frame")
+        return instance_getattr(tx, self, self.cls, name, self.attrs.get, None, self.class_source)
+
+    def store_attr(self, tx, name: str, value: VariableTracker) -> None:
+        from .functions import UserFunctionVariable
+
+        setter = type_lookup(self.cls, "__setattr__")
+        if isinstance(setter, types.FunctionType):
+            source = method_source(None, self.class_source, "__setattr__")
+            if source is not None:
+                tx.output.add_guard(source, id_is(setter))
+            UserFunctionVariable(setter, source).call_function(tx, [self, ConstantVariable(name), value], {})
+            return
+        if setter is not object.__dict__["__setattr__"]:
+            raise unsupported(f"assignment to {self.cls.__qualname__}.{name}: __setattr__ of kind "
+                              f"{type(setter).__name__}")
+        self.generic_store_attr(tx, name, value)
+
+    def generic_store_attr(self, tx, name: str, value: VariableTracker) -> None:
+        """``object.__setattr__(obj, name, value)``: a property's setter, a slot, or the
+        instance dict (the tracker's ``attrs``)."""
+        target = generic_setattr_target(self.cls, name)
+        if isinstance(target, property):
+            property_set(tx, self, self.cls, name, target, value, self.class_source)
+            return
+        if target is not MISSING and not isinstance(target, types.MemberDescriptorType):
+            raise unsupported(f"assignment to {self.cls.__qualname__}.{name}, a {type(target).__name__}")
+        if target is MISSING and not _has_instance_dict(self.cls):
+            raise unsupported(f"{self.cls.__qualname__} has no attribute {name!r} to assign (AttributeError)")
+        self.attrs[name] = value
+
+    def describe(self) -> str:
+        return f"NewObjectVariable({self.cls.__qualname__})"
+
+
+def _has_instance_dict(cls: type) -> bool:
+    return type_lookup(cls, "__dict__") is not MISSING
+
+
+class ModelledCallVariable(VariableTracker):
+    """A callable whose call the translator models with ``handler(tx, args, kwargs)``
+    (``object.__setattr__``, ``super().__call__`` of a module, ``object.__init__``)."""
+
+    def __init__(self, handler: Callable, what: str):
+        self.handler = handler
+        self.what = what
+
+    def python_type(self) -> type:
+        return types.BuiltinMethodType
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        return self.handler(tx, args, kwargs)
+
+    def describe(self) -> str:
+        return f"ModelledCallVariable({self.what})"
+
+
+def object_setattr(tx, args, kwargs) -> VariableTracker:
+    """``object.__setattr__(obj, name, value)``."""
+    if kwargs or len(args) != 3 or not args[1].is_python_constant():
+        raise unsupported("object.__setattr__ with these arguments")
+    obj, name, value = args
+    store = getattr(obj, "generic_store_attr", None)
+    if store is None:
+        raise unsupported(f"object.__setattr__ on {obj.describe()}")
+    store(tx, name.as_python_constant(), value)
+    return ConstantVariable(None)
+
+
+def object_init(tx, args, kwargs) -> VariableTracker:
+    """``object.__init__(self)`` (``super().__init__()`` reaching object)."""
+    if len(args) != 1 or kwargs:
+        raise unsupported("object.__init__() with arguments (TypeError)")
+    return ConstantVariable(None)
+
+
+class SuperVariable(VariableTracker):
+    """``super(start, obj)``: attributes found on ``type(obj).__mro__`` after ``start``,
+    bound to ``obj``."""
+
+    def __init__(self, start: type, obj: VariableTracker):
+        self.start = start
+        self.obj = obj
+
+    def python_type(self) -> type:
+        return super
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        from .attributes import class_attribute, property_get
+
+        obj_type = self.obj.python_type()
+        mro = obj_type.__mro__
+        if self.start not in mro:
+            raise unsupported("super(type, obj): obj is not an instance of type (TypeError)")
+        for index in range(mro.index(self.start) + 1, len(mro)):
+            klass = mro[index]
+            if name not in klass.__dict__:
+                continue
+            attr = klass.__dict__[name]
+            special = self._special(attr)
+            if special is not None:
+                return special
+            class_source = self._class_source(index)
+            if isinstance(attr, property):
+                return property_get(tx, self.obj, klass, name, attr, class_source)
+            if type(attr) is types.FunctionType:
+                source = AttrSource(class_source, name) if class_source is not None else None
+                if source is not None:
+                    tx.output.add_guard(source, id_is(attr))
+                from .functions import UserFunctionVariable, UserMethodVariable
+
+                return UserMethodVariable(UserFunctionVariable(attr, source), self.obj)
+            return class_attribute(tx, self.obj, klass, name, attr, None, class_source)
+        raise unsupported(f"'super' object has no attribute {name!r} (AttributeError)")
+
+    def _special(self, attr: Any) -> VariableTracker | None:
+        from .nn_module import NNModuleVariable
+
+        obj = self.obj
+        if attr is torch.nn.Module.__call__ and isinstance(obj, NNModuleVariable):
+            return ModelledCallVariable(lambda tx, a, k: obj.call_module(tx, a, k), "nn.Module.__call__")
+        if attr is object.__dict__["__init__"]:
+            return ModelledCallVariable(lambda tx, a, k: object_init(tx, [obj, *a], k), "object.__init__")
+        if attr is object.__dict__["__setattr__"]:
+            return ModelledCallVariable(lambda tx, a, k: object_setattr(tx, [obj, *a], k),
+                                        "object.__setattr__")
+        return None
+
+    def _class_source(self, index: int):
+        """``type(obj).__mro__[index]``, reached from the object's source."""
+        source = self.obj.source if self.obj.source is not None else None
+        if source is not None:
+            return ItemSource(AttrSource(TypeSource(source), "__mro__"), index)
+        class_source = getattr(self.obj, "class_source", None)
+        if class_source is not None:
+            return ItemSource(AttrSource(class_source, "__mro__"), index)
+        return None
+
+    def describe(self) -> str:
+        return f"SuperVariable({self.start.__qualname__}, {self.obj.describe()})"
+
+
+def make_super(tx, args) -> VariableTracker:
+    """``super()`` (the ``__class__`` cell and the first argument of the running
+    function) or ``super(type, obj)``."""
+    if len(args) == 2:
+        start = args[0].as_python_constant()
+        return SuperVariable(start, args[1])
+    if args:
+        raise unsupported("super() with one argument")
+    code = tx.code
+    if "__class__" not in code.co_freevars or not code.co_argcount:
+        raise unsupported("super() outside a method (RuntimeError)")
+    start = tx.cells["__class__"].load(tx).as_python_constant()
+    first = code.co_varnames[0]
+    obj = tx.cells[first].load(tx) if first in code.co_cellvars else tx._load_local(first)
+    from .misc import ClassVariable
+
+    if isinstance(obj, ClassVariable):
+        raise unsupported("super() in a classmethod")
+    return SuperVariable(start, obj)
