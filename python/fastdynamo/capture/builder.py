@@ -88,8 +88,8 @@ def is_torch_callable(value: Any) -> bool:
     """Functions and builtins of the torch namespace (recorded as graph nodes)."""
     if isinstance(value, types.MethodDescriptorType) or isinstance(value, types.WrapperDescriptorType):
         return getattr(value, "__objclass__", None) in (torch._C.TensorBase, torch.Tensor)
-    module = getattr(value, "__module__", None) or ""
-    if module.split(".")[0] == "torch":
+    module = getattr(value, "__module__", None)
+    if isinstance(module, str) and module.split(".")[0] == "torch":
         return True
     owner = getattr(value, "__self__", None)
     return isinstance(owner, types.ModuleType) and owner.__name__.startswith("torch")
@@ -223,8 +223,24 @@ def wrap_value(tx, value: Any, source: Source | None) -> VariableTracker:
         raise unsupported(f"callable of type {type(value).__qualname__}")
     if source is None:
         raise unsupported(f"object of type {type(value).__qualname__} without a source")
+    if _in_function_constants(source):
+        # a default or closure constant of a function (sentinels such as dataclasses'
+        # _HAS_DEFAULT_FACTORY): pinned, so ``is`` between two paths to it is decidable
+        guard(id_is(value))
+        var = UserObjectVariable(value, source)
+        var.identity_guarded = True
+        return _tracked(tx, value, var, pinned=True)
     guard(type_is(type(value)))
     return _tracked(tx, value, UserObjectVariable(value, source))
+
+
+def _in_function_constants(source: Source | None) -> bool:
+    """``source`` reads a function's defaults or closure cells (fixed by the function)."""
+    while isinstance(source, (AttrSource, ItemSource)):
+        if isinstance(source, AttrSource) and source.attr in ("__defaults__", "__kwdefaults__", "__closure__"):
+            return True
+        source = source.base
+    return False
 
 
 def _tracked(tx, value: Any, var: VariableTracker, pinned: bool = False) -> VariableTracker:

@@ -113,6 +113,14 @@ def _getattr(tx, obj, name, *default):
         raise
 
 
+@handles(setattr)
+def _setattr(tx, obj, name, value):
+    if not name.is_python_constant() or type(name.as_python_constant()) is not str:
+        raise unsupported("setattr() with a name that is not a constant string")
+    obj.store_attr(tx, name.as_python_constant(), value)
+    return ConstantVariable(None)
+
+
 @handles(hasattr)
 def _hasattr(tx, obj, name):
     from .nn_module import NNModuleVariable

@@ -133,7 +133,10 @@ class ExceptionVariable(VariableTracker):
 class UserObjectVariable(VariableTracker):
     """An instance of a user class: data attributes are read for real and guarded on
     their source; methods are inlined with ``self`` bound. Attribute stores are side
-    effects (:mod:`fastdynamo.capture.side_effects`), seen by later reads."""
+    effects (:mod:`fastdynamo.capture.side_effects`), seen by later reads.
+    ``identity_guarded`` when its source is guarded by identity (``is`` is decidable)."""
+
+    identity_guarded = False
 
     def __init__(self, value: Any, source=None):
         self.value = value
