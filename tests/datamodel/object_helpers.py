@@ -30,7 +30,10 @@ def same(a, b) -> bool:
         return a.__func__ is b.__func__ and same(a.__self__, b.__self__)
     if isinstance(a, functools.partial):
         return same((a.func, a.args, a.keywords), (b.func, b.args, b.keywords))
-    if isinstance(a, (types.FunctionType, type)):
+    if isinstance(a, types.FunctionType):
+        cells = [[c.cell_contents for c in f.__closure__ or ()] for f in (a, b)]
+        return a is b or (a.__code__ is b.__code__ and same(*cells))
+    if isinstance(a, type):
         return a == b
     if hasattr(a, "__dict__"):
         return same(vars(a), vars(b))
