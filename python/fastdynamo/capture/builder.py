@@ -165,7 +165,9 @@ def wrap_value(tx, value: Any, source: Source | None) -> VariableTracker:
         args = [wrap_value(tx, a, ItemSource(sub("args"), i) if source else None) for i, a in enumerate(value.args)]
         kwargs = {k: wrap_value(tx, v, ItemSource(sub("keywords"), k) if source else None)
                   for k, v in value.keywords.items()}
-        return PartialVariable(fn, args, kwargs, source)
+        partial = PartialVariable(fn, args, kwargs, source)
+        partial.instance_dict = value.__dict__  # for hasattr (guarded there)
+        return partial
     if isinstance(value, types.MethodType) and type(value.__self__) in _GRAD_MODE_CONTEXTS \
             and value.__func__ is type(value.__self__).__exit__:
         # The exit of a with-block entered before a graph break (graph_break.py).

@@ -167,3 +167,99 @@ def generic_setattr_target(cls: type, name: str) -> Any:
     (property, slot) or MISSING (the instance dict)."""
     attr = type_lookup(cls, name)
     return attr if attr is not MISSING and is_data_descriptor(attr) else MISSING
+
+
+def guard_keys(tx, dict_source: Source, mapping: dict) -> None:
+    """The dict at ``dict_source`` keeps exactly these keys (same length, each present):
+    what lets a trace rely on a key being absent."""
+    from ...guards import len_is, type_is
+    from ...guards.sources import ItemSource
+
+    tx.output.add_guard(dict_source, type_is(dict))
+    tx.output.add_guard(dict_source, len_is(len(mapping)))
+    for key, value in mapping.items():
+        if type(key) is not str:
+            raise unsupported("a dict of attributes with a key that is not a string")
+        tx.output.add_guard(ItemSource(dict_source, key), type_is(type(value)))
+
+
+def has_attribute(tx, obj: VariableTracker, name: str) -> bool:
+    """``hasattr(obj, name)`` for a tracked value, exactly, or Unsupported."""
+    from .functions import PartialVariable, UserFunctionVariable
+    from .misc import UserObjectVariable
+    from .nn_module import NNModuleVariable
+    from .user_objects import NewObjectVariable
+
+    if isinstance(obj, (UserObjectVariable, NewObjectVariable, NNModuleVariable)):
+        return _has_instance_attribute(tx, obj, name)
+    if obj.is_python_constant() and not isinstance(obj, UserFunctionVariable):
+        return hasattr(obj.as_python_constant(), name)
+    cls = obj.python_type()
+    if type_lookup(cls, name) is not MISSING:
+        return True  # a type attribute (slot, method, getset) of a tracked builtin kind
+    if type_lookup(cls, "__getattr__") is not MISSING:
+        raise unsupported(f"hasattr on a {cls.__qualname__}, whose class defines __getattr__")
+    if type_lookup(cls, "__dict__") is MISSING:
+        return False  # no instance dict: the type decides
+    if isinstance(obj, UserFunctionVariable) and obj.source is not None:
+        guard_keys(tx, AttrSource(obj.source, "__dict__"), obj.fn.__dict__)
+        return name in obj.fn.__dict__
+    if isinstance(obj, PartialVariable):
+        if obj.source is None:
+            return False  # made by the frame: its instance dict is empty
+        guard_keys(tx, AttrSource(obj.source, "__dict__"), obj.instance_dict)
+        return name in obj.instance_dict
+    raise unsupported(f"hasattr({obj.describe()}, {name!r}): its instance dict is not tracked")
+
+
+def _has_instance_attribute(tx, obj: VariableTracker, name: str) -> bool:
+    """User objects and modules: found by the modelled lookup (which guards what it
+    read), or absent everywhere the lookup would look (guarded)."""
+    from .misc import UserObjectVariable
+    from .nn_module import NNModuleVariable
+    from .user_objects import NewObjectVariable
+
+    cls = obj.python_type()
+    if isinstance(obj, NewObjectVariable):
+        if name in obj.attrs or type_lookup(cls, name) is not MISSING:
+            obj.var_getattr(tx, name)
+            return True
+        if type_lookup(cls, "__getattr__") is not MISSING or has_custom_getattribute(cls):
+            raise unsupported(f"hasattr on a {cls.__qualname__}, which customises attribute lookup")
+        return False
+    value = obj.value if isinstance(obj, UserObjectVariable) else obj.module
+    if _really_has(value, name) is False and tx.output.side_effects.load_attr(value, name) is None:
+        if type_lookup(cls, "__getattr__") not in (MISSING, _MODULE_GETATTR) or has_custom_getattribute(cls):
+            raise unsupported(f"hasattr on a {cls.__qualname__}, which customises attribute lookup")
+        if obj.source is not None:
+            if hasattr(value, "__dict__"):
+                guard_keys(tx, AttrSource(obj.source, "__dict__"), value.__dict__)
+            if isinstance(obj, NNModuleVariable):
+                for table in ("_parameters", "_buffers", "_modules"):
+                    guard_keys(tx, AttrSource(obj.source, table), value.__dict__[table])
+        return False
+    obj.var_getattr(tx, name)  # present (or made by the frame): the lookup models it
+    return True
+
+
+def _really_has(value: Any, name: str) -> bool:
+    try:
+        object.__getattribute__(value, name) if not _is_module(value) else getattr(value, name)
+    except AttributeError:
+        return False
+    return True
+
+
+def _is_module(value: Any) -> bool:
+    import torch
+
+    return isinstance(value, torch.nn.Module)
+
+
+def _module_getattr() -> Any:
+    import torch
+
+    return torch.nn.Module.__getattr__
+
+
+_MODULE_GETATTR = _module_getattr()

@@ -123,18 +123,13 @@ def _setattr(tx, obj, name, value):
 
 @handles(hasattr)
 def _hasattr(tx, obj, name):
-    from .nn_module import NNModuleVariable
+    from .attributes import has_attribute
     from .tensor import TensorVariable
 
     attr = name.as_python_constant()
-    if isinstance(obj, NNModuleVariable):
-        stored = tx.output.side_effects.load_attr(obj.module, attr) is not None
-        return ConstantVariable(stored or hasattr(obj.module, attr))
     if isinstance(obj, TensorVariable):
         return ConstantVariable(hasattr(obj.example, attr))
-    if obj.is_python_constant():
-        return ConstantVariable(hasattr(obj.as_python_constant(), attr))
-    raise unsupported(f"hasattr on {obj.describe()}")
+    return ConstantVariable(has_attribute(tx, obj, attr))
 
 
 @handles(range)

@@ -189,6 +189,7 @@ class PartialVariable(VariableTracker):
         self.args = list(args)
         self.kwargs = dict(kwargs)
         self.source = source
+        self.instance_dict: dict = {}
 
     def python_type(self) -> type:
         return functools.partial
