@@ -22,6 +22,7 @@ import functools
 import math
 import operator
 import types
+import weakref
 from typing import Any
 
 import torch
@@ -35,6 +36,7 @@ from .variables.containers import DictVariable, ListVariable, SetVariable, Tuple
 from .variables.functions import PartialVariable, UserFunctionVariable, UserMethodVariable
 from .variables.misc import ClassVariable, PythonModuleVariable, UserObjectVariable, is_trusted_module
 from .variables.nn_module import NNModuleVariable
+from .variables.user_objects import ExternalWeakRefVariable
 from .variables.torch_functions import GradModeExitVariable, GradModeVariable, TorchFunctionVariable
 
 _PLAIN_CONSTANTS = (int, float, bool, str, bytes, type(None))
@@ -221,6 +223,9 @@ def wrap_value(tx, value: Any, source: Source | None) -> VariableTracker:
         return ClassVariable(value, source)
     if value is math.inf or value is operator:
         return ConstantVariable(value)
+    if type(value) is weakref.ReferenceType and source is not None:
+        guard(type_is(weakref.ReferenceType))
+        return ExternalWeakRefVariable(source)
     if callable(value) and not hasattr(value, "__dict__"):
         raise unsupported(f"callable of type {type(value).__qualname__}")
     if source is None:

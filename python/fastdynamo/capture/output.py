@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import types
+import weakref
 
 import torch
 
@@ -20,7 +21,7 @@ from .variables.constant import ConstantVariable
 from .variables.containers import DictVariable, IteratorVariable, ListIteratorVariable, ListVariable, TupleVariable
 from .variables.functions import NestedFunctionVariable, UserMethodVariable
 from .variables.misc import ExceptionVariable
-from .variables.user_objects import NewObjectVariable, rebuild_object
+from .variables.user_objects import NewObjectVariable, WeakRefVariable, rebuild_object, set_attributes
 from .variables.tensor import TensorMethodVariable, TensorVariable
 
 
@@ -58,6 +59,8 @@ class OutputPlanBuilder:
             return Constant(value.as_python_constant())
         if isinstance(value, NewObjectVariable):
             return self._shared_plan(value, self._object_plan)  # one object, as in eager
+        if isinstance(value, WeakRefVariable):
+            return self._shared_plan(value, lambda ref: Call(Constant(weakref.ref), [self.plan(ref.referent)]))
         rebuilt = self._rebuild_callable_or_iterator(value)
         if rebuilt is not None:
             return rebuilt
@@ -123,9 +126,14 @@ class OutputPlanBuilder:
         closure = BuildTuple([FrameCell(self.frame_cells[id(c)]) for c in value.closure]) \
             if value.closure else Constant(None)
         # globals() called by the rewritten frame is the frame's own globals dict.
-        return Call(Constant(types.FunctionType),
-                    [Constant(value.code), Call(Constant(globals)), Constant(value.code.co_name),
-                     defaults, closure])
+        function = Call(Constant(types.FunctionType),
+                        [Constant(value.code), Call(Constant(globals)), Constant(value.code.co_name),
+                         defaults, closure])
+        if not value.attrs:
+            return function
+        # then the attributes the frame set (functools.wraps), in order
+        return Call(Constant(set_attributes), [function, Constant(tuple(value.attrs)),
+                                               BuildTuple([self.plan(v) for v in value.attrs.values()])])
 
 
 def _constant_plan(value) -> OutputPlan:

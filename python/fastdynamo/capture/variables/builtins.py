@@ -14,6 +14,7 @@ from __future__ import annotations
 import builtins
 import functools
 import operator
+import weakref
 from typing import Any, Callable
 
 from ...exc import unsupported
@@ -314,6 +315,22 @@ def _super(tx, *args):
     from .user_objects import make_super
 
     return make_super(tx, list(args))
+
+
+@handles(weakref.ref)
+def _weakref(tx, *args, **kwargs):
+    from .user_objects import make_weakref
+
+    return make_weakref(tx, list(args), kwargs)
+
+
+@handles(functools.update_wrapper)
+def _update_wrapper(tx, wrapper, wrapped, assigned=None, updated=None):
+    from .functions import update_wrapper
+
+    assigned_names = assigned.as_python_constant() if assigned is not None else functools.WRAPPER_ASSIGNMENTS
+    updated_names = updated.as_python_constant() if updated is not None else functools.WRAPPER_UPDATES
+    return update_wrapper(tx, wrapper, wrapped, assigned_names, updated_names)
 
 
 @handles(functools.partial)

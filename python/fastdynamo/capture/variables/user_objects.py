@@ -19,6 +19,7 @@ attribute, in order.
 from __future__ import annotations
 
 import types
+import weakref
 from typing import Any, Callable
 
 import torch
@@ -39,6 +40,14 @@ def rebuild_object(cls: type, names: tuple, values: tuple) -> Any:
     obj = cls.__new__(cls)
     for name, value in zip(names, values):
         object.__setattr__(obj, name, value)
+    return obj
+
+
+def set_attributes(obj: Any, names: tuple, values: tuple) -> Any:
+    """``obj`` with ``setattr`` of each name, in order (a function made by the frame
+    and given attributes, e.g. by ``functools.wraps``)."""
+    for name, value in zip(names, values):
+        setattr(obj, name, value)
     return obj
 
 
@@ -261,3 +270,49 @@ def make_super(tx, args) -> VariableTracker:
     if isinstance(obj, ClassVariable):
         raise unsupported("super() in a classmethod")
     return SuperVariable(start, obj)
+
+
+class WeakRefVariable(VariableTracker):
+    """``weakref.ref(obj)`` made by the frame: calling it returns ``obj`` (alive: the
+    frame holds it); rebuilt by calling ``weakref.ref`` again if it leaves the frame
+    (which returns CPython's shared reference when there is one, as in eager)."""
+
+    def __init__(self, referent: VariableTracker):
+        self.referent = referent
+
+    def python_type(self) -> type:
+        return weakref.ReferenceType
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        if args or kwargs:
+            raise unsupported("calling a weak reference with arguments (TypeError)")
+        return self.referent
+
+    def describe(self) -> str:
+        return f"WeakRefVariable({self.referent.describe()})"
+
+
+def make_weakref(tx, args, kwargs) -> VariableTracker:
+    """``weakref.ref(obj)`` without a callback, for objects that support weak references."""
+    if len(args) != 1 or kwargs:
+        raise unsupported("weakref.ref with a callback")
+    referent = args[0]
+    cls = referent.python_type()
+    if type_lookup(cls, "__weakref__") is MISSING and not issubclass(cls, (torch.Tensor, types.FunctionType, type)):
+        raise unsupported(f"cannot create weak reference to {cls.__qualname__} object (TypeError)")
+    return WeakRefVariable(referent)
+
+
+class ExternalWeakRefVariable(VariableTracker):
+    """A weak reference from outside the frame: passed around as itself; calling it
+    breaks the graph, because its referent (alive or dead, and which object) could only
+    be guarded by calling the reference, and no source accessor does that."""
+
+    def __init__(self, source):
+        self.source = source
+
+    def python_type(self) -> type:
+        return weakref.ReferenceType
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        raise unsupported("calling a weak reference from outside the frame (its referent cannot be guarded)")
