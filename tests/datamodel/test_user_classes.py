@@ -140,3 +140,55 @@ def test_new_object_alive_across_a_graph_break():
         return p.total() + len(y) + len(print_free)
 
     compare(fn, fresh(torch.ones(2)), graphs=2, breaks=1)
+
+
+class Tagged:
+    def __new__(cls, t, tag="x"):
+        obj = super().__new__(cls)
+        obj.tag = tag
+        return obj
+
+    def __init__(self, t, tag="x"):
+        self.t = t * 2
+
+
+class NewReturnsOther:
+    def __new__(cls, t):
+        return t * 2  # not an instance: __init__ is not called
+
+    def __init__(self, t):
+        raise RuntimeError("not called")
+
+
+class ExplicitObjectNew:
+    def __new__(cls):
+        return object.__new__(cls)
+
+
+def test_python_new_then_init():
+    def fn(x):
+        a = Tagged(x, tag="y")
+        return a, NewReturnsOther(x), type(ExplicitObjectNew()) is ExplicitObjectNew
+
+    compare(fn, fresh(torch.ones(2)), fullgraph=True)
+
+
+class Factory:
+    def __init__(self, t):
+        self.t = t
+
+    @classmethod
+    def build(cls, t):
+        return cls(t + 1)
+
+
+class SubFactory(Factory):
+    @classmethod
+    def build(cls, t):
+        made = super().build(t)
+        made.sub = True
+        return made
+
+
+def test_super_in_classmethod_and_subclass_construction():
+    compare(lambda x: SubFactory.build(x), fresh(torch.ones(2)), fullgraph=True)

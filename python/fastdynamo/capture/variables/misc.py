@@ -89,11 +89,11 @@ class ClassVariable(VariableTracker):
         to the class; ``object.__setattr__``/``__init__`` are modelled calls."""
         from ..builder import wrap_value
         from .functions import UserFunctionVariable, UserMethodVariable
-        from .user_objects import ModelledCallVariable, object_init, object_setattr
+        from .user_objects import ModelledCallVariable, object_init, object_new, object_setattr
 
-        if self.cls is object and name in ("__setattr__", "__init__"):
-            return ModelledCallVariable(object_setattr if name == "__setattr__" else object_init,
-                                        f"object.{name}")
+        modelled = {"__setattr__": object_setattr, "__init__": object_init, "__new__": object_new}
+        if self.cls is object and name in modelled:
+            return ModelledCallVariable(modelled[name], f"object.{name}")
         source = AttrSource(self.source, name) if self.source else None
         attr = type_lookup(self.cls, name)
         if isinstance(attr, classmethod) and isinstance(attr.__func__, types.FunctionType):

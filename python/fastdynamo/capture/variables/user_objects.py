@@ -1,13 +1,14 @@
 """Instances of user classes made by the frame, ``super()``, and calls the translator
 models with a Python function of its own.
 
-``C(*args)`` for an ordinary class (``type`` as metaclass, or one that does not override
-``__call__``; ``object.__new__``; only Python classes on the MRO) makes a
-:class:`NewObjectVariable` and inlines ``C.__init__`` on it; dataclasses are ordinary
-classes whose generated ``__init__`` is a Python function (traced like any other). The
+``C(*args)`` for an ordinary class (a metaclass that does not override ``__call__``;
+only Python classes on the MRO) runs ``C.__new__`` (``object.__new__`` makes a
+:class:`NewObjectVariable`; a Python ``__new__`` is inlined) and inlines ``C.__init__``;
+dataclasses are ordinary classes whose generated ``__init__`` is a Python function
+(traced like any other). The
 object's attributes live in the tracker, in insertion order; when it leaves the frame
 (returned, stored, alive at a graph break) the rewritten code rebuilds it with
-:func:`rebuild_object`: ``cls.__new__(cls)`` and ``object.__setattr__`` for each
+:func:`rebuild_object`: ``object.__new__(cls)`` and ``object.__setattr__`` for each
 attribute, in order.
 
 >>> class P:
@@ -36,8 +37,9 @@ _HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement
 
 
 def rebuild_object(cls: type, names: tuple, values: tuple) -> Any:
-    """An instance of ``cls`` made by the frame, rebuilt after the graph."""
-    obj = cls.__new__(cls)
+    """An instance of ``cls`` made by the frame, rebuilt after the graph (every such
+    instance came from ``object.__new__``; the class's own ``__new__`` already ran)."""
+    obj = object.__new__(cls)
     for name, value in zip(names, values):
         object.__setattr__(obj, name, value)
     return obj
@@ -52,7 +54,7 @@ def set_attributes(obj: Any, names: tuple, values: tuple) -> Any:
 
 
 def constructible(cls: type) -> str | None:
-    """Why ``cls(...)`` is not modelled, or None when it is an ordinary class."""
+    """Why instances of ``cls`` are not modelled, or None for an ordinary class."""
     if type(cls).__call__ is not type.__call__:
         return f"the metaclass {type(cls).__qualname__} overrides __call__"
     if getattr(cls, "__abstractmethods__", None):
@@ -61,22 +63,34 @@ def constructible(cls: type) -> str | None:
         return "an nn.Module constructed inside the frame"
     if any(klass is not object and not klass.__flags__ & _HEAPTYPE for klass in cls.__mro__):
         return "a subclass of a builtin type"
-    if cls.__new__ is not object.__new__:
-        return f"{cls.__qualname__} overrides __new__"
     return None
 
 
 def construct(tx, cls: type, class_source, args, kwargs) -> VariableTracker:
-    """``cls(*args, **kwargs)`` for an ordinary class: a new object, ``__init__`` inlined."""
+    """``cls(*args, **kwargs)`` as ``type.__call__`` runs it: ``cls.__new__`` (object's,
+    or a Python one, inlined), then ``__init__`` when the result is an instance of cls."""
     from .functions import UserFunctionVariable
+    from .misc import ClassVariable
 
     why = constructible(cls)
     if why is not None:
         raise unsupported(f"constructing {cls.__qualname__}: {why}")
-    obj = NewObjectVariable(cls, class_source)
+    new = type_lookup(cls, "__new__")
+    if new is object.__new__:
+        obj: VariableTracker = NewObjectVariable(cls, class_source)
+    elif isinstance(new, staticmethod) and isinstance(new.__func__, types.FunctionType):
+        source = AttrSource(class_source, "__new__") if class_source is not None else None
+        if source is not None:
+            tx.output.add_guard(source, id_is(new.__func__))
+        obj = UserFunctionVariable(new.__func__, source).call_function(
+            tx, [ClassVariable(cls, class_source), *args], kwargs)
+        if not issubclass(obj.python_type(), cls):
+            return obj  # __init__ is not called on what __new__ returned
+    else:
+        raise unsupported(f"{cls.__qualname__}.__new__ of kind {type(new).__name__}")
     init = type_lookup(cls, "__init__")
     if init is object.__init__:
-        if args or kwargs:
+        if (args or kwargs) and new is object.__new__:
             raise unsupported(f"{cls.__qualname__}() takes no arguments (TypeError)")
         return obj
     if not isinstance(init, types.FunctionType):
@@ -88,6 +102,22 @@ def construct(tx, cls: type, class_source, args, kwargs) -> VariableTracker:
     if not (result.is_python_constant() and result.as_python_constant() is None):
         raise unsupported(f"{cls.__qualname__}.__init__ returned a value (TypeError)")
     return obj
+
+
+def object_new(tx, args, kwargs) -> VariableTracker:
+    """``object.__new__(cls)``: a new instance, without ``__init__``."""
+    from .misc import ClassVariable
+
+    if not args or not isinstance(args[0], ClassVariable):
+        raise unsupported("object.__new__ without a class (TypeError)")
+    cls = args[0].cls
+    why = constructible(cls)
+    if why is not None:
+        raise unsupported(f"object.__new__({cls.__qualname__}): {why}")
+    if len(args) > 1 or kwargs:
+        if cls.__new__ is not object.__new__ or cls.__init__ is object.__init__:
+            raise unsupported("object.__new__() with extra arguments (TypeError)")
+    return NewObjectVariable(cls, args[0].source)
 
 
 class NewObjectVariable(VariableTracker):
@@ -199,8 +229,10 @@ class SuperVariable(VariableTracker):
     def var_getattr(self, tx, name: str) -> VariableTracker:
         from .attributes import class_attribute, property_get
 
-        obj_type = self.obj.python_type()
-        mro = obj_type.__mro__
+        from .misc import ClassVariable
+
+        on_class = isinstance(self.obj, ClassVariable)
+        mro = self.obj.cls.__mro__ if on_class else self.obj.python_type().__mro__
         if self.start not in mro:
             raise unsupported("super(type, obj): obj is not an instance of type (TypeError)")
         for index in range(mro.index(self.start) + 1, len(mro)):
@@ -212,6 +244,8 @@ class SuperVariable(VariableTracker):
             if special is not None:
                 return special
             class_source = self._class_source(index)
+            if on_class:
+                return self._on_class(tx, klass, name, attr, class_source)
             if isinstance(attr, property):
                 return property_get(tx, self.obj, klass, name, attr, class_source)
             if type(attr) is types.FunctionType:
@@ -223,6 +257,24 @@ class SuperVariable(VariableTracker):
                 return UserMethodVariable(UserFunctionVariable(attr, source), self.obj)
             return class_attribute(tx, self.obj, klass, name, attr, None, class_source)
         raise unsupported(f"'super' object has no attribute {name!r} (AttributeError)")
+
+    def _on_class(self, tx, klass: type, name: str, attr: Any, class_source) -> VariableTracker:
+        """``super(C, cls).name`` (in ``__new__`` or a classmethod): functions unbound,
+        static methods as their function, class methods bound to ``cls``."""
+        from ..builder import wrap_value
+        from .functions import UserFunctionVariable, UserMethodVariable
+
+        source = AttrSource(class_source, name) if class_source is not None else None
+        if attr is object.__dict__["__new__"]:
+            return ModelledCallVariable(object_new, "object.__new__")
+        if isinstance(attr, classmethod) and isinstance(attr.__func__, types.FunctionType):
+            fn_source = AttrSource(source, "__func__") if source is not None else None
+            if fn_source is not None:
+                tx.output.add_guard(fn_source, id_is(attr.__func__))
+            return UserMethodVariable(UserFunctionVariable(attr.__func__, fn_source), self.obj)
+        if isinstance(attr, (staticmethod, types.FunctionType)):
+            return wrap_value(tx, getattr(klass, name), source)
+        raise unsupported(f"super(...).{name} of kind {type(attr).__name__} on a class")
 
     def _special(self, attr: Any) -> VariableTracker | None:
         from .nn_module import NNModuleVariable
@@ -239,7 +291,11 @@ class SuperVariable(VariableTracker):
 
     def _class_source(self, index: int):
         """``type(obj).__mro__[index]``, reached from the object's source."""
-        source = self.obj.source if self.obj.source is not None else None
+        from .misc import ClassVariable
+
+        source = self.obj.source
+        if isinstance(self.obj, ClassVariable):
+            return ItemSource(AttrSource(source, "__mro__"), index) if source is not None else None
         if source is not None:
             return ItemSource(AttrSource(TypeSource(source), "__mro__"), index)
         class_source = getattr(self.obj, "class_source", None)
@@ -265,10 +321,6 @@ def make_super(tx, args) -> VariableTracker:
     start = tx.cells["__class__"].load(tx).as_python_constant()
     first = code.co_varnames[0]
     obj = tx.cells[first].load(tx) if first in code.co_cellvars else tx._load_local(first)
-    from .misc import ClassVariable
-
-    if isinstance(obj, ClassVariable):
-        raise unsupported("super() in a classmethod")
     return SuperVariable(start, obj)
 
 
