@@ -7,9 +7,8 @@ import copy
 import functools
 import types
 
-import torch
-
 import fastdynamo
+import torch
 from fastdynamo.convert_frame import Recorder
 
 

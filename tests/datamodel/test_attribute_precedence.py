@@ -1,8 +1,7 @@
 """Attribute precedence as Python resolves it: data descriptors on the type > instance
 ``__dict__`` > class attributes > ``__getattr__`` (wrong-result class 6 of issue #10)."""
-import torch
-
 import fastdynamo
+import torch
 from fastdynamo.convert_frame import Recorder
 
 from .object_helpers import compare, fresh
@@ -13,7 +12,7 @@ class MethodNamedLikeSubmodule(torch.nn.Module):
         super().__init__()
         self.act = torch.nn.ReLU()  # lands in _modules: the class function below wins
 
-    def act(self, t):  # noqa: F811 - the point of the test
+    def act(self, t):
         return t * 7
 
     def forward(self, t):

@@ -1,8 +1,7 @@
 """Functions defined in another module, called from traced code: their globals are
 read through the function object (``fn.__globals__[name]``), guarded, and reloaded."""
-import torch
-
 import fastdynamo
+import torch
 from fastdynamo.convert_frame import Recorder
 
 from . import foreign_module

@@ -3,10 +3,9 @@ instance (an attribute added or removed after the first call recompiles)."""
 import collections
 import functools
 
+import fastdynamo
 import pytest
 import torch
-
-import fastdynamo
 from fastdynamo.convert_frame import Recorder
 
 from .object_helpers import compare

@@ -1,8 +1,7 @@
 """Calling modules: a class that overrides ``__call__`` runs the override, and patching
 ``m.forward`` after the first call recompiles (wrong-result class 4 of issue #10)."""
-import torch
-
 import fastdynamo
+import torch
 from fastdynamo.convert_frame import Recorder
 
 from .object_helpers import compare, fresh
@@ -34,7 +33,7 @@ def test_call_override_runs():
         return m(x)
 
     for cls in (Scaled, ScaledTwoArgSuper, NoSuper):
-        compare(fn, lambda: (torch.ones(2), cls()), fullgraph=True)
+        compare(fn, lambda cls=cls: (torch.ones(2), cls()), fullgraph=True)
 
 
 def test_call_override_on_submodule():

@@ -25,7 +25,7 @@ class Child(Base):
         return super().value() * self.k
 
     def explicit(self):
-        return super(Child, self).value() - 1
+        return super().value() - 1
 
     def through_property(self):
         return super().doubled

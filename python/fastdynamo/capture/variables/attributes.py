@@ -227,7 +227,7 @@ def _has_instance_attribute(tx, obj: VariableTracker, name: str) -> bool:
         if type_lookup(cls, "__getattr__") is not MISSING or has_custom_getattribute(cls):
             raise unsupported(f"hasattr on a {cls.__qualname__}, which customises attribute lookup")
         return False
-    value = obj.value if isinstance(obj, UserObjectVariable) else obj.module
+    value = obj.value if isinstance(obj, UserObjectVariable) else obj.module  # type: ignore[attr-defined]
     if _really_has(value, name) is False and tx.output.side_effects.load_attr(value, name) is None:
         if type_lookup(cls, "__getattr__") not in (MISSING, _MODULE_GETATTR) or has_custom_getattribute(cls):
             raise unsupported(f"hasattr on a {cls.__qualname__}, which customises attribute lookup")

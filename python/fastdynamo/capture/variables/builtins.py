@@ -312,7 +312,7 @@ def _callable(tx, value):
 
 @handles(super)
 def _super(tx, *args):
-    from .user_objects import make_super
+    from .super_variable import make_super
 
     return make_super(tx, list(args))
 

@@ -21,15 +21,22 @@ from __future__ import annotations
 
 import types
 import weakref
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
 from ...exc import unsupported
 from ...guards import id_is
-from ...guards.sources import AttrSource, ItemSource, TypeSource
-from .attributes import (MISSING, generic_setattr_target, instance_getattr, method_source,
-                         property_set, type_lookup)
+from ...guards.sources import AttrSource
+from .attributes import (
+    MISSING,
+    generic_setattr_target,
+    instance_getattr,
+    method_source,
+    property_set,
+    type_lookup,
+)
 from .base import VariableTracker
 from .constant import ConstantVariable
 
@@ -39,7 +46,7 @@ _HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement
 def rebuild_object(cls: type, names: tuple, values: tuple) -> Any:
     """An instance of ``cls`` made by the frame, rebuilt after the graph (every such
     instance came from ``object.__new__``; the class's own ``__new__`` already ran)."""
-    obj = object.__new__(cls)
+    obj: Any = object.__new__(cls)
     for name, value in zip(names, values):
         object.__setattr__(obj, name, value)
     return obj
@@ -95,10 +102,10 @@ def construct(tx, cls: type, class_source, args, kwargs) -> VariableTracker:
         return obj
     if not isinstance(init, types.FunctionType):
         raise unsupported(f"{cls.__qualname__}.__init__ of kind {type(init).__name__}")
-    source = method_source(None, class_source, "__init__")
-    if source is not None:
-        tx.output.add_guard(source, id_is(init))
-    result = UserFunctionVariable(init, source).call_function(tx, [obj, *args], kwargs)
+    init_source = method_source(None, class_source, "__init__")
+    if init_source is not None:
+        tx.output.add_guard(init_source, id_is(init))
+    result = UserFunctionVariable(init, init_source).call_function(tx, [obj, *args], kwargs)
     if not (result.is_python_constant() and result.as_python_constant() is None):
         raise unsupported(f"{cls.__qualname__}.__init__ returned a value (TypeError)")
     return obj
@@ -114,9 +121,10 @@ def object_new(tx, args, kwargs) -> VariableTracker:
     why = constructible(cls)
     if why is not None:
         raise unsupported(f"object.__new__({cls.__qualname__}): {why}")
-    if len(args) > 1 or kwargs:
-        if cls.__new__ is not object.__new__ or cls.__init__ is object.__init__:
-            raise unsupported("object.__new__() with extra arguments (TypeError)")
+    extra = len(args) > 1 or bool(kwargs)
+    overrides_new = type_lookup(cls, "__new__") is not object.__new__
+    if extra and (overrides_new or type_lookup(cls, "__init__") is object.__init__):
+        raise unsupported("object.__new__() with extra arguments (TypeError)")
     return NewObjectVariable(cls, args[0].source)
 
 
@@ -213,115 +221,6 @@ def object_init(tx, args, kwargs) -> VariableTracker:
     if len(args) != 1 or kwargs:
         raise unsupported("object.__init__() with arguments (TypeError)")
     return ConstantVariable(None)
-
-
-class SuperVariable(VariableTracker):
-    """``super(start, obj)``: attributes found on ``type(obj).__mro__`` after ``start``,
-    bound to ``obj``."""
-
-    def __init__(self, start: type, obj: VariableTracker):
-        self.start = start
-        self.obj = obj
-
-    def python_type(self) -> type:
-        return super
-
-    def var_getattr(self, tx, name: str) -> VariableTracker:
-        from .attributes import class_attribute, property_get
-
-        from .misc import ClassVariable
-
-        on_class = isinstance(self.obj, ClassVariable)
-        mro = self.obj.cls.__mro__ if on_class else self.obj.python_type().__mro__
-        if self.start not in mro:
-            raise unsupported("super(type, obj): obj is not an instance of type (TypeError)")
-        for index in range(mro.index(self.start) + 1, len(mro)):
-            klass = mro[index]
-            if name not in klass.__dict__:
-                continue
-            attr = klass.__dict__[name]
-            special = self._special(attr)
-            if special is not None:
-                return special
-            class_source = self._class_source(index)
-            if on_class:
-                return self._on_class(tx, klass, name, attr, class_source)
-            if isinstance(attr, property):
-                return property_get(tx, self.obj, klass, name, attr, class_source)
-            if type(attr) is types.FunctionType:
-                source = AttrSource(class_source, name) if class_source is not None else None
-                if source is not None:
-                    tx.output.add_guard(source, id_is(attr))
-                from .functions import UserFunctionVariable, UserMethodVariable
-
-                return UserMethodVariable(UserFunctionVariable(attr, source), self.obj)
-            return class_attribute(tx, self.obj, klass, name, attr, None, class_source)
-        raise unsupported(f"'super' object has no attribute {name!r} (AttributeError)")
-
-    def _on_class(self, tx, klass: type, name: str, attr: Any, class_source) -> VariableTracker:
-        """``super(C, cls).name`` (in ``__new__`` or a classmethod): functions unbound,
-        static methods as their function, class methods bound to ``cls``."""
-        from ..builder import wrap_value
-        from .functions import UserFunctionVariable, UserMethodVariable
-
-        source = AttrSource(class_source, name) if class_source is not None else None
-        if attr is object.__dict__["__new__"]:
-            return ModelledCallVariable(object_new, "object.__new__")
-        if isinstance(attr, classmethod) and isinstance(attr.__func__, types.FunctionType):
-            fn_source = AttrSource(source, "__func__") if source is not None else None
-            if fn_source is not None:
-                tx.output.add_guard(fn_source, id_is(attr.__func__))
-            return UserMethodVariable(UserFunctionVariable(attr.__func__, fn_source), self.obj)
-        if isinstance(attr, (staticmethod, types.FunctionType)):
-            return wrap_value(tx, getattr(klass, name), source)
-        raise unsupported(f"super(...).{name} of kind {type(attr).__name__} on a class")
-
-    def _special(self, attr: Any) -> VariableTracker | None:
-        from .nn_module import NNModuleVariable
-
-        obj = self.obj
-        if attr is torch.nn.Module.__call__ and isinstance(obj, NNModuleVariable):
-            return ModelledCallVariable(lambda tx, a, k: obj.call_module(tx, a, k), "nn.Module.__call__")
-        if attr is object.__dict__["__init__"]:
-            return ModelledCallVariable(lambda tx, a, k: object_init(tx, [obj, *a], k), "object.__init__")
-        if attr is object.__dict__["__setattr__"]:
-            return ModelledCallVariable(lambda tx, a, k: object_setattr(tx, [obj, *a], k),
-                                        "object.__setattr__")
-        return None
-
-    def _class_source(self, index: int):
-        """``type(obj).__mro__[index]``, reached from the object's source."""
-        from .misc import ClassVariable
-
-        source = self.obj.source
-        if isinstance(self.obj, ClassVariable):
-            return ItemSource(AttrSource(source, "__mro__"), index) if source is not None else None
-        if source is not None:
-            return ItemSource(AttrSource(TypeSource(source), "__mro__"), index)
-        class_source = getattr(self.obj, "class_source", None)
-        if class_source is not None:
-            return ItemSource(AttrSource(class_source, "__mro__"), index)
-        return None
-
-    def describe(self) -> str:
-        return f"SuperVariable({self.start.__qualname__}, {self.obj.describe()})"
-
-
-def make_super(tx, args) -> VariableTracker:
-    """``super()`` (the ``__class__`` cell and the first argument of the running
-    function) or ``super(type, obj)``."""
-    if len(args) == 2:
-        start = args[0].as_python_constant()
-        return SuperVariable(start, args[1])
-    if args:
-        raise unsupported("super() with one argument")
-    code = tx.code
-    if "__class__" not in code.co_freevars or not code.co_argcount:
-        raise unsupported("super() outside a method (RuntimeError)")
-    start = tx.cells["__class__"].load(tx).as_python_constant()
-    first = code.co_varnames[0]
-    obj = tx.cells[first].load(tx) if first in code.co_cellvars else tx._load_local(first)
-    return SuperVariable(start, obj)
 
 
 class WeakRefVariable(VariableTracker):
