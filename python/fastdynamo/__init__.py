@@ -20,6 +20,7 @@ if sys.version_info[:2] not in SUPPORTED_PYTHONS:
 
 from . import config  # noqa: E402
 from .api import OptimizedModule, compile, disable, reset  # noqa: E402
+from .compiling import is_compiling  # noqa: E402
 from .explain import ExplainOutput, explain  # noqa: E402
 from .exc import FullGraphError  # noqa: E402
 
@@ -32,5 +33,6 @@ __all__ = [
     "config",
     "disable",
     "explain",
+    "is_compiling",
     "reset",
 ]

@@ -35,9 +35,15 @@ EXPECTED_SUPPORTED = {
     "BUILD_STRING", "FORMAT_VALUE", "LIST_APPEND", "SET_ADD", "MAP_ADD", "LIST_EXTEND", "SET_UPDATE",
     "DICT_UPDATE", "DICT_MERGE", "LIST_TO_TUPLE", "UNPACK_SEQUENCE", "UNPACK_EX",
     # iteration and generators
-    "GET_ITER", "FOR_ITER", "RETURN_GENERATOR", "YIELD_VALUE",
+    "GET_ITER", "FOR_ITER", "RETURN_GENERATOR", "YIELD_VALUE", "GET_YIELD_FROM_ITER", "SEND",
     # with blocks
     "BEFORE_WITH",
+    # imports of modules already imported
+    "IMPORT_NAME", "IMPORT_FROM",
+    # exceptions raised and handled in traced code
+    "PUSH_EXC_INFO", "POP_EXCEPT", "CHECK_EXC_MATCH", "RERAISE",
+    # pattern matching
+    "MATCH_MAPPING", "MATCH_SEQUENCE", "MATCH_KEYS", "MATCH_CLASS", "GET_LEN",
 }
 
 
@@ -47,14 +53,15 @@ def test_supported_opcode_list():
 
 
 def test_unknown_opcode_goes_to_one_place():
-    def uses_import(x):
-        import math  # IMPORT_NAME has no handler
-        return x * math.pi
+    def defines_class(x):
+        class Local:  # LOAD_BUILD_CLASS has no handler
+            pass
+        return x * 2, Local
 
-    result, _ = capture(uses_import, torch.ones(2))
+    result, _ = capture(defines_class, torch.ones(2))
     assert isinstance(result, Broken)
-    assert "opcode IMPORT_NAME is not supported" in result.reason.reason
-    assert result.reason.location.endswith(f":{uses_import.__code__.co_firstlineno + 1}")
+    assert "opcode LOAD_BUILD_CLASS is not supported" in result.reason.reason
+    assert result.reason.location.endswith(f":{defines_class.__code__.co_firstlineno + 1}")
     assert hasattr(InstructionTranslator, "unsupported_opcode")
 
 

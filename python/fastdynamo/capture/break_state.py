@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..bytecode import parameter_names
+from ..exc import unsupported
 from ..guards.sources import LocalSource
 from ..plans import NULL_VALUE, BoundMethodOnStack, BreakState, ReenterGradMode, StackValue
 from .output import OutputPlanBuilder
@@ -25,6 +26,10 @@ def break_state(tx: InstructionTranslator, plans: OutputPlanBuilder, *,
                 grad_mode_at_start: bool, grad_mode_at_stop: bool) -> BreakState:
     """Plan everything the code after the break reads; ``plans`` collects the graph
     outputs those plans use (the caller finishes the graph with ``plans.nodes``)."""
+    if tx.handled_exceptions:
+        # CPython's "exception being handled" (bare raise, sys.exc_info) cannot be set
+        # again in a resume function.
+        raise unsupported("graph break inside an except block")
     stack = tuple(_stack_value(plans, value) for value in tx.stack)
     local_plans = tuple((name, plans.plan(value)) for name, value in _changed_locals(tx))
     cell_plans = tuple((name, plans.plan(cell.contents)) for name, cell in _own_cells(tx))

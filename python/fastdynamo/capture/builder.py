@@ -35,9 +35,11 @@ from .variables.constant import ConstantVariable, PureFunctionVariable, wrap_con
 from .variables.containers import DictVariable, ListVariable, SetVariable, TupleVariable
 from .variables.functions import PartialVariable, UserFunctionVariable, UserMethodVariable
 from .variables.misc import ClassVariable, PythonModuleVariable, UserObjectVariable, is_trusted_module
+from .variables.environ import wrap_environ
 from .variables.nn_module import NNModuleVariable
+from .variables.torch_functions import (GradModeExitVariable, GradModeVariable, TorchFunctionVariable,
+                                        is_is_compiling)
 from .variables.user_objects import ExternalWeakRefVariable
-from .variables.torch_functions import GradModeExitVariable, GradModeVariable, TorchFunctionVariable
 
 _PLAIN_CONSTANTS = (int, float, bool, str, bytes, type(None))
 
@@ -105,6 +107,10 @@ def wrap_value(tx, value: Any, source: Source | None) -> VariableTracker:
         if source is not None:
             tx.output.add_guard(source, check)
 
+    environ = wrap_environ(value, source)
+    if environ is not None:
+        guard(id_is(value))
+        return environ
     if isinstance(value, torch.Tensor):
         if source is None:
             raise unsupported("a tensor that the rewritten code cannot load (no source)")
@@ -201,6 +207,9 @@ def wrap_value(tx, value: Any, source: Source | None) -> VariableTracker:
     if is_modelled_builtin(value):
         guard(id_is(value))
         return BuiltinVariable(value, source)
+    if is_is_compiling(value):
+        guard(id_is(value))
+        return TorchFunctionVariable(value, source)
     if is_torch_callable(value) and not isinstance(value, type):
         guard(id_is(value))
         return TorchFunctionVariable(value, source)

@@ -118,9 +118,12 @@ def unary_op(tx, op: Callable, value: VariableTracker) -> VariableTracker:
 def contains_op(tx, item: VariableTracker, container: VariableTracker) -> bool:
     """``item in container``."""
     from .variables.containers import DictVariable
+    from .variables.environ import EnvironVariable
 
     if isinstance(container, DictVariable):
         return item.as_python_constant() in container.items
+    if isinstance(container, EnvironVariable):
+        return container.contains(tx, item)
     if isinstance(container, TensorVariable) or isinstance(item, TensorVariable):
         raise unsupported("`in` on a tensor (data-dependent)")
     if container.is_python_constant() and item.is_python_constant():

@@ -82,7 +82,11 @@ class OutputPlanBuilder:
             items = [self.plan(item) for item in value.items]
             if value.tuple_type is tuple:
                 return BuildTuple(items)
-            return Call(Constant(value.tuple_type), [BuildTuple(items)])
+            if hasattr(value.tuple_type, "_fields"):
+                # A namedtuple's own __new__ takes the fields one by one (and a subclass
+                # may override it): the traced object is rebuilt as it is.
+                return Call(Constant(tuple.__new__), [Constant(value.tuple_type), BuildTuple(items)])
+            return Call(Constant(value.tuple_type), [BuildTuple(items)])  # structseq
         if isinstance(value, ListVariable):
             return BuildList([self.plan(item) for item in value.items])
         return BuildDict([(Constant(k), self.plan(v)) for k, v in value.items.items()])

@@ -22,10 +22,12 @@ from .output_graph import OutputGraph
 from .. import config
 from ..bytecode import Instruction, instructions_from_code, version
 from ..exc import Unsupported, unsupported
-from .opcodes import (BuildOpcodes, CallOpcodes, ContextOpcodes, IterationOpcodes, JumpOpcodes,
-                      LoadStoreOpcodes, OperatorOpcodes, StackOpcodes)
+from .opcodes import (BuildOpcodes, CallOpcodes, ContextOpcodes, ExceptionOpcodes, ImportOpcodes,
+                      IterationOpcodes, JumpOpcodes, LoadStoreOpcodes, MatchingOpcodes, OperatorOpcodes,
+                      StackOpcodes)
+from .opcodes.exceptions import RaisedInTrace
 from .variables.base import VariableTracker
-from .variables.containers import IteratorVariable
+from .variables.generators import GeneratorVariable
 from .variables.functions import CellVariable
 
 
@@ -44,7 +46,8 @@ class StopTranslation(Exception):
 
 
 class InstructionTranslator(LoadStoreOpcodes, StackOpcodes, OperatorOpcodes, JumpOpcodes,
-                            CallOpcodes, BuildOpcodes, IterationOpcodes, ContextOpcodes):
+                            CallOpcodes, BuildOpcodes, IterationOpcodes, ContextOpcodes,
+                            ImportOpcodes, MatchingOpcodes, ExceptionOpcodes):
     """Symbolically runs one code object (the compiled frame or an inlined callee)."""
 
     def __init__(self, code: CodeType, f_locals: dict[str, Any], cells: dict[str, CellVariable],
@@ -66,11 +69,14 @@ class InstructionTranslator(LoadStoreOpcodes, StackOpcodes, OperatorOpcodes, Jum
         self.depth = depth
         self.stack: list[VariableTracker] = []
         self.kw_names: tuple[str, ...] | None = None
+        self.handled_exceptions: list[VariableTracker] = []  # innermost last (except blocks)
         self.index = 0
         self.lineno = code.co_firstlineno
         self.return_value: VariableTracker | None = None
         self.is_generator = bool(code.co_flags & version.CO_GENERATOR)
-        self.yielded: list[VariableTracker] = []
+        # Set by YIELD_VALUE: the value a generator's translator hands out (it then
+        # pauses, see resume_generator).
+        self.yielded: VariableTracker | None = None
         # Steps are instructions run by this translator; the compiled frame's
         # translator (depth 0) stops before step ``stop_at_step`` (a graph break) and
         # remembers the first step at which each instruction ran (loop headers).
@@ -88,7 +94,7 @@ class InstructionTranslator(LoadStoreOpcodes, StackOpcodes, OperatorOpcodes, Jum
         and ``first_steps``, which :mod:`fastdynamo.graph_break` uses to split the frame.
         """
         try:
-            while self.return_value is None:
+            while self.return_value is None and self.yielded is None:
                 if self.index >= len(self.instructions):
                     raise unsupported("fell off the end of the bytecode")
                 if self.steps == self.stop_at_step:
@@ -104,7 +110,10 @@ class InstructionTranslator(LoadStoreOpcodes, StackOpcodes, OperatorOpcodes, Jum
                 handler = _HANDLERS.get(inst.opname)
                 if handler is None:
                     self.unsupported_opcode(inst)
-                handler(self, inst)
+                try:
+                    handler(self, inst)
+                except RaisedInTrace as raised:  # from a callee this instruction inlined
+                    self.raise_in_trace(inst, raised.exception)
         except Unsupported as err:
             err.where.insert(0, (self.code.co_filename, self.lineno, self.name))
             if self.depth == 0:
@@ -145,11 +154,18 @@ class InstructionTranslator(LoadStoreOpcodes, StackOpcodes, OperatorOpcodes, Jum
             raise unsupported(f"inlining deeper than {config.max_inline_depth} calls ({name})")
         child = InstructionTranslator(code, bound, cells, f_globals, self.f_builtins, globals_source,
                                       self.output, self.root_globals, self.depth + 1, name)
-        result = child.run()
         if child.is_generator:
-            # A generator run to completion: its values, in order, as an iterator.
-            return IteratorVariable(child.yielded)
-        return result
+            return GeneratorVariable(child)  # runs as its items are pulled
+        return child.run()
+
+    def resume_generator(self) -> VariableTracker | None:
+        """Run this generator's translator to its next ``yield`` (the value) or its
+        return (None)."""
+        if self.return_value is not None:
+            return None
+        self.run()
+        value, self.yielded = self.yielded, None
+        return value
 
 
 _DECODED: "weakref.WeakKeyDictionary[CodeType, tuple]" = weakref.WeakKeyDictionary()

@@ -13,7 +13,7 @@ class IterationOpcodes:
     def FOR_ITER(self, inst):
         if not isinstance(self.stack[-1], IteratorVariable):
             raise unsupported(f"iterating over {self.stack[-1].describe()}")
-        item = self.stack[-1].next_item()
+        item = self.stack[-1].next_item(self)
         if item is None:
             self.pop()
             self.jump(inst)
@@ -24,5 +24,27 @@ class IterationOpcodes:
         self.push(ConstantVariable(None))  # popped by the POP_TOP that follows
 
     def YIELD_VALUE(self, inst):
-        self.yielded.append(self.pop())
-        self.push(ConstantVariable(None))  # the value sent back in: next() sends None
+        # Pause (InstructionTranslator.resume_generator): the value goes to whoever pulled
+        # an item; the value sent back in is None (next() sends None).
+        self.yielded = self.pop()
+        self.push(ConstantVariable(None))
+
+    def GET_YIELD_FROM_ITER(self, inst):
+        if not isinstance(self.stack[-1], IteratorVariable):
+            self.push(iterate(self, self.pop()))
+
+    def SEND(self, inst):
+        sent = self.pop()
+        if not (sent.is_python_constant() and sent.as_python_constant() is None):
+            raise unsupported("generator.send() of a value")
+        iterator = self.stack[-1]
+        if not isinstance(iterator, IteratorVariable):
+            raise unsupported(f"yield from {iterator.describe()}")
+        item = iterator.next_item(self)
+        if item is None:
+            self.pop()
+            returned = getattr(getattr(iterator, "frame", None), "return_value", None)
+            self.push(returned or ConstantVariable(None))  # the value of `yield from`
+            self.jump(inst)
+        else:
+            self.push(item)

@@ -1,8 +1,5 @@
-"""Jumps, conditional branches, return and raise."""
+"""Jumps, conditional branches and return (raise: exceptions.py)."""
 from __future__ import annotations
-
-from ...exc import unsupported
-from ..variables.misc import ClassVariable
 
 
 def _is_none(value) -> bool:
@@ -49,12 +46,3 @@ class JumpOpcodes:
 
     def RETURN_VALUE(self, inst):
         self.return_value = self.pop()
-
-    def RAISE_VARARGS(self, inst):
-        args = self.popn(inst.arg)
-        if not args:
-            raise unsupported("re-raise")
-        what = args[0]
-        if isinstance(what, ClassVariable):
-            raise unsupported(f"raise {what.cls.__name__}")
-        raise unsupported(f"raise {what.describe()}")

@@ -147,7 +147,7 @@ def _iter(tx, value):
 def _next(tx, iterator, *default):
     if not isinstance(iterator, IteratorVariable):
         raise unsupported(f"next() on {iterator.describe()}")
-    item = iterator.next_item()
+    item = iterator.next_item(tx)
     if item is None:
         if default:
             return default[0]

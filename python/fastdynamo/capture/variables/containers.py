@@ -354,7 +354,7 @@ class IteratorVariable(VariableTracker):
         self.items = items if isinstance(items, ConstantRange) else list(items)
         self.index = 0
 
-    def next_item(self) -> VariableTracker | None:
+    def next_item(self, tx=None) -> VariableTracker | None:
         if self.index >= len(self.items):
             return None
         self.index += 1
@@ -390,8 +390,8 @@ class ListIteratorVariable(IteratorVariable):
     def items(self) -> list[VariableTracker]:
         return [] if self.exhausted else self.sequence.items
 
-    def next_item(self) -> VariableTracker | None:
-        item = super().next_item()
+    def next_item(self, tx=None) -> VariableTracker | None:
+        item = super().next_item(tx)
         self.exhausted = item is None
         return item
 

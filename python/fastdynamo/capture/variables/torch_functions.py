@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import torch
 
+from ...compiling import is_compiling
 from ...exc import unsupported
 from .base import CallableVariable, VariableTracker
 from .constant import ConstantVariable, wrap_constant_result
@@ -23,6 +24,18 @@ DENIED_FUNCTIONS = {
     torch.use_deterministic_algorithms, torch.set_printoptions, torch.is_nonzero,
     torch.equal, torch.allclose, torch.set_num_threads, torch.set_rng_state, torch.get_rng_state,
 }
+# "Is this code being compiled?": True inside a trace (libraries branch on it).
+IS_COMPILING_FUNCTIONS = tuple(
+    fn for fn in (getattr(torch.compiler, "is_compiling", None),
+                  getattr(torch.compiler, "is_dynamo_compiling", None),
+                  getattr(torch._utils, "is_compiling", None), is_compiling)
+    if fn is not None)
+
+
+def is_is_compiling(value) -> bool:
+    return any(value is fn for fn in IS_COMPILING_FUNCTIONS)
+
+
 # Functions of constants only whose result is a Python value: computed for real.
 CONSTANT_FOLDED = {
     torch.is_grad_enabled, torch.get_default_dtype, torch.is_tensor, torch.is_floating_point,
@@ -44,6 +57,8 @@ class TorchFunctionVariable(CallableVariable):
         if fn is torch.set_grad_enabled:
             mode = args[0].as_python_constant()
             return GradModeVariable(bool(mode), applied_now=tx.output.set_grad_enabled_now(bool(mode)))
+        if is_is_compiling(fn):
+            return ConstantVariable(True)
         if fn is torch.is_grad_enabled:
             return ConstantVariable(torch.is_grad_enabled())
         if fn in DENIED_FUNCTIONS:
