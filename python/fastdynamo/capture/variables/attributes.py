@@ -169,18 +169,12 @@ def generic_setattr_target(cls: type, name: str) -> Any:
     return attr if attr is not MISSING and is_data_descriptor(attr) else MISSING
 
 
-def guard_keys(tx, dict_source: Source, mapping: dict) -> None:
-    """The dict at ``dict_source`` keeps exactly these keys (same length, each present):
-    what lets a trace rely on a key being absent."""
-    from ...guards import len_is, type_is
-    from ...guards.sources import ItemSource
+def guard_key(tx, dict_source: Source, name: str, present: bool) -> None:
+    """``name in <dict at dict_source>`` stays ``present``: what lets a trace rely on
+    an attribute being absent from an instance dict (or a module's tables)."""
+    from ...guards import contains
 
-    tx.output.add_guard(dict_source, type_is(dict))
-    tx.output.add_guard(dict_source, len_is(len(mapping)))
-    for key, value in mapping.items():
-        if type(key) is not str:
-            raise unsupported("a dict of attributes with a key that is not a string")
-        tx.output.add_guard(ItemSource(dict_source, key), type_is(type(value)))
+    tx.output.add_guard(dict_source, contains(name, present))
 
 
 def has_attribute(tx, obj: VariableTracker, name: str) -> bool:
@@ -202,12 +196,12 @@ def has_attribute(tx, obj: VariableTracker, name: str) -> bool:
     if type_lookup(cls, "__dict__") is MISSING:
         return False  # no instance dict: the type decides
     if isinstance(obj, UserFunctionVariable) and obj.source is not None:
-        guard_keys(tx, AttrSource(obj.source, "__dict__"), obj.fn.__dict__)
+        guard_key(tx, AttrSource(obj.source, "__dict__"), name, name in obj.fn.__dict__)
         return name in obj.fn.__dict__
     if isinstance(obj, PartialVariable):
         if obj.source is None:
             return False  # made by the frame: its instance dict is empty
-        guard_keys(tx, AttrSource(obj.source, "__dict__"), obj.instance_dict)
+        guard_key(tx, AttrSource(obj.source, "__dict__"), name, name in obj.instance_dict)
         return name in obj.instance_dict
     raise unsupported(f"hasattr({obj.describe()}, {name!r}): its instance dict is not tracked")
 
@@ -233,10 +227,10 @@ def _has_instance_attribute(tx, obj: VariableTracker, name: str) -> bool:
             raise unsupported(f"hasattr on a {cls.__qualname__}, which customises attribute lookup")
         if obj.source is not None:
             if hasattr(value, "__dict__"):
-                guard_keys(tx, AttrSource(obj.source, "__dict__"), value.__dict__)
+                guard_key(tx, AttrSource(obj.source, "__dict__"), name, False)
             if isinstance(obj, NNModuleVariable):
                 for table in ("_parameters", "_buffers", "_modules"):
-                    guard_keys(tx, AttrSource(obj.source, table), value.__dict__[table])
+                    guard_key(tx, AttrSource(obj.source, table), name, False)
         return False
     obj.var_getattr(tx, name)  # present (or made by the frame): the lookup models it
     return True

@@ -14,6 +14,7 @@ import types
 from typing import Any
 
 from ...bytecode import version
+from ...guards import len_is
 from ...guards.sources import AttrSource, ClosureSource, ItemSource
 from ...exc import unsupported
 from .base import VariableTracker
@@ -242,7 +243,6 @@ def update_wrapper(tx, wrapper: VariableTracker, wrapped: VariableTracker,
     """``functools.update_wrapper(wrapper, wrapped)`` for a wrapper made by the frame:
     the wrapped function's name, doc, module... copied onto it, and ``__wrapped__``."""
     from ..builder import is_plain_constant, wrap_value
-    from .attributes import guard_keys
 
     if not isinstance(wrapper, NestedFunctionVariable) or tuple(updated) not in ((), ("__dict__",)):
         raise unsupported("functools.update_wrapper on something other than a function made by the frame")
@@ -251,7 +251,7 @@ def update_wrapper(tx, wrapper: VariableTracker, wrapped: VariableTracker,
     if updated and getattr(real, "__dict__", {}):
         raise unsupported("functools.wraps of a function with attributes of its own")
     if updated and source is not None and isinstance(getattr(real, "__dict__", None), dict):
-        guard_keys(tx, AttrSource(source, "__dict__"), real.__dict__)
+        tx.output.add_guard(AttrSource(source, "__dict__"), len_is(0))
     for name in assigned:
         try:
             value = getattr(real, name)

@@ -9,8 +9,8 @@ from __future__ import annotations
 import types
 from typing import Any
 
-from ...guards import id_is, len_is, type_is
-from ...guards.sources import AttrSource, ItemSource, TypeSource
+from ...guards import id_is, type_is
+from ...guards.sources import AttrSource, TypeSource
 from ...exc import unsupported
 from .attributes import (MISSING, generic_setattr_target, instance_getattr, method_source,
                          property_set, type_lookup)
@@ -149,7 +149,7 @@ class UserObjectVariable(VariableTracker):
         cls = type(self.value)
         class_source = TypeSource(self.source) if self.source is not None else None
         return instance_getattr(tx, self, cls, name, lambda attr: self._own(tx, attr), self.source,
-                                class_source, guard_absent=lambda: self._guard_dict(tx))
+                                class_source, guard_absent=lambda: self._guard_dict(tx, name))
 
     def _own(self, tx, name: str) -> VariableTracker | None:
         """The instance's own ``name`` (dict entry or slot), or None when it has none."""
@@ -170,19 +170,13 @@ class UserObjectVariable(VariableTracker):
         value = instance_dict[name] if name in instance_dict else getattr(self.value, name)
         return wrap_value(tx, value, AttrSource(self.source, name))
 
-    def _guard_dict(self, tx) -> None:
-        """The lookup fell through to ``__getattr__``: the instance dict must keep its
-        keys (same length, every key present) for that to hold on later calls."""
-        instance_dict = getattr(self.value, "__dict__", None)
-        if self.source is None or type(instance_dict) is not dict:
-            return
-        dict_source = AttrSource(self.source, "__dict__")
-        tx.output.add_guard(dict_source, type_is(dict))
-        tx.output.add_guard(dict_source, len_is(len(instance_dict)))
-        for key, value in instance_dict.items():
-            if type(key) is not str:
-                raise unsupported("an instance dict with a non-string key")
-            tx.output.add_guard(ItemSource(dict_source, key), type_is(type(value)))
+    def _guard_dict(self, tx, name: str) -> None:
+        """The lookup fell through to ``__getattr__``: ``name`` must stay out of the
+        instance dict for that to hold on later calls."""
+        from .attributes import guard_key
+
+        if self.source is not None and type(getattr(self.value, "__dict__", None)) is dict:
+            guard_key(tx, AttrSource(self.source, "__dict__"), name, False)
 
     def store_attr(self, tx, name: str, value: VariableTracker) -> None:
         """``obj.name = value``: the class's own ``__setattr__`` is inlined when it is a
