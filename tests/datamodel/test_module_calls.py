@@ -121,3 +121,32 @@ def test_patching_a_helper_method_recompiles():
 
 def test_plain_module_call_still_one_graph():
     compare(lambda x, m: m(x), fresh(torch.ones(2), Lin()), fullgraph=True)
+
+
+def test_sequential_slice_is_called_as_a_sequential():
+    def make():
+        torch.manual_seed(0)
+        seq = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.ReLU(), torch.nn.Linear(3, 3))
+        return torch.ones(3), seq
+
+    def fn(x, seq):
+        tail = seq[1:]
+        return tail(x) + seq[0](x), len(tail), isinstance(tail, torch.nn.Sequential), tail[-1](x)
+
+    compare(fn, make, fullgraph=True)
+
+
+def test_module_slice_leaving_the_frame_is_not_rebuilt_wrongly():
+    def make():
+        torch.manual_seed(0)
+        return torch.ones(3), torch.nn.Sequential(torch.nn.ReLU(), torch.nn.Tanh())
+
+    def fn(x, seq):
+        return seq[1:], x + 1
+
+    def check(x, seq):
+        tail, y = fn(x, seq)
+        return type(tail), len(tail), tail[0] is seq[1], y
+
+    compare(check, make)  # inlined: the slice stays inside the frame
+    compare(fn, make, graphs=0, breaks=1)  # returned: the frame runs as Python

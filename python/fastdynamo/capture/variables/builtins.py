@@ -106,12 +106,23 @@ def _isinstance(tx, value, classes, **_):
 
 @handles(getattr)
 def _getattr(tx, obj, name, *default):
-    try:
-        return obj.var_getattr(tx, name.as_python_constant())
-    except Exception:
+    """``getattr(obj, name[, default])``: the default only when the attribute is really
+    absent (decided exactly, as ``hasattr``), never because modelling it failed."""
+    attr = name.as_python_constant()
+    if not _has_attribute(tx, obj, attr):
         if default:
             return default[0]
-        raise
+        raise unsupported(f"{obj.describe()} has no attribute {attr!r} (AttributeError)")
+    return obj.var_getattr(tx, attr)
+
+
+def _has_attribute(tx, obj, attr: str) -> bool:
+    from .attributes import has_attribute
+    from .tensor import TensorVariable
+
+    if isinstance(obj, TensorVariable):
+        return hasattr(obj.example, attr)
+    return has_attribute(tx, obj, attr)
 
 
 @handles(setattr)
@@ -124,13 +135,7 @@ def _setattr(tx, obj, name, value):
 
 @handles(hasattr)
 def _hasattr(tx, obj, name):
-    from .attributes import has_attribute
-    from .tensor import TensorVariable
-
-    attr = name.as_python_constant()
-    if isinstance(obj, TensorVariable):
-        return ConstantVariable(hasattr(obj.example, attr))
-    return ConstantVariable(has_attribute(tx, obj, attr))
+    return ConstantVariable(_has_attribute(tx, obj, name.as_python_constant()))
 
 
 @handles(range)

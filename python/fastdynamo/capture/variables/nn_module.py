@@ -176,7 +176,6 @@ class NNModuleVariable(VariableTracker):
 
     def getitem(self, tx, index) -> VariableTracker:
         from ..builder import wrap_value
-        from .containers import TupleVariable
 
         key = index.as_python_constant()
         module = self.module
@@ -185,12 +184,52 @@ class NNModuleVariable(VariableTracker):
         if isinstance(module, (torch.nn.ModuleList, torch.nn.Sequential, torch.nn.ParameterList)):
             items = self.unpack_var_sequence(tx)
             if isinstance(key, slice):
-                return TupleVariable(items[key])
+                if type(module) not in (torch.nn.ModuleList, torch.nn.Sequential):
+                    raise unsupported(f"slicing a {type(module).__qualname__}")
+                return ModuleSliceVariable(type(module), items[key])
             return items[key]
         raise unsupported(f"indexing {type(module).__qualname__}")
 
     def describe(self) -> str:
         return f"NNModuleVariable({type(self.module).__qualname__})"
+
+
+class ModuleSliceVariable(VariableTracker):
+    """``seq[a:b]`` of a Sequential or ModuleList: eager builds a new container of the
+    same class over the same submodules; here it is those submodules, callable (a
+    Sequential chains them), iterable and indexable. It cannot leave the frame."""
+
+    def __init__(self, cls: type, items: list[VariableTracker]):
+        self.cls = cls
+        self.items = list(items)
+
+    def python_type(self) -> type:
+        return self.cls
+
+    def unpack_var_sequence(self, tx) -> list[VariableTracker]:
+        return list(self.items)
+
+    def getitem(self, tx, index) -> VariableTracker:
+        key = index.as_python_constant()
+        if isinstance(key, slice):
+            return ModuleSliceVariable(self.cls, self.items[key])
+        return self.items[key]
+
+    def call_method(self, tx, name, args, kwargs) -> VariableTracker:
+        if name == "__len__" and not args and not kwargs:
+            return ConstantVariable(len(self.items))
+        raise unsupported(f"{self.cls.__qualname__}.{name} on a slice made by the frame")
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        if self.cls is not torch.nn.Sequential or len(args) != 1 or kwargs:
+            raise unsupported(f"calling a {self.cls.__qualname__} slice")
+        value = args[0]
+        for module in self.items:  # Sequential.forward
+            value = module.call_function(tx, [value], {})
+        return value
+
+    def describe(self) -> str:
+        return f"ModuleSliceVariable({self.cls.__qualname__}, {len(self.items)})"
 
 
 # Names every module has in its __dict__ (tables, hooks, flags); ``training`` is a
