@@ -14,9 +14,10 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-import fastdynamo  # noqa: E402
 from tests.corpus.compare import compare, refused_by_fullgraph  # noqa: E402
 from tests.corpus.programs import PROGRAMS  # noqa: E402
+
+import fastdynamo  # noqa: E402
 
 
 def _reason_kind(reason: str) -> str:

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import sys
 
+from ._version import __version__
+
 SUPPORTED_PYTHONS = ((3, 11),)
-__version__ = "0.1.0"
 
 if sys.version_info[:2] not in SUPPORTED_PYTHONS:
     _names = ", ".join(f"{major}.{minor}" for major, minor in SUPPORTED_PYTHONS)
@@ -21,8 +22,8 @@ if sys.version_info[:2] not in SUPPORTED_PYTHONS:
 from . import config  # noqa: E402
 from .api import OptimizedModule, compile, disable, reset  # noqa: E402
 from .compiling import is_compiling  # noqa: E402
-from .explain import ExplainOutput, explain  # noqa: E402
 from .exc import FullGraphError  # noqa: E402
+from .explain import ExplainOutput, explain  # noqa: E402
 
 __all__ = [
     "ExplainOutput",

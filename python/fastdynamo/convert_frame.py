@@ -26,7 +26,7 @@ import torch
 from . import config, logs
 from ._runtime import native
 from .backends.eager import GENERATED_FILENAME_PREFIX
-from .bytecode import version
+from .bytecode import format_side_by_side, version
 from .capture import Broken, Captured, translate, translate_to_break
 from .exc import FullGraphError, Unsupported
 from .guards import compile_guards
@@ -113,7 +113,8 @@ def _mark_skip_recursive(runtime: Any, compiled_fn: Any) -> None:
     if code is None and isinstance(compiled_fn, torch.nn.Module):
         code = getattr(type(compiled_fn).forward, "__code__", None)
     if code is None:
-        code = getattr(getattr(type(compiled_fn), "__call__", None), "__code__", None)
+        # reads the class's __call__ to get its code, not to test callability
+        code = getattr(getattr(type(compiled_fn), "__call__", None), "__code__", None)  # noqa: B004
     if code is not None:
         runtime.set_code_action(code, runtime.SKIP_RECURSIVE)
 
@@ -207,6 +208,8 @@ class ConvertFrame:
         if result.op_count == 0 and not self.fullgraph:
             logs.emit("breaks", f"{code.co_qualname}: no tensor operations; runs as Python")
             return runtime.SKIP
+        # a whole frame always has a graph and a return value
+        assert result.graph_module is not None and result.output is not None
         compiled_fn = self.backend(result.graph_module, result.example_inputs)
         name = _compiled_fn_name()
         new_code = transformed_code(code, compiled_fn_name=name, graph_inputs=result.graph_inputs,
@@ -250,17 +253,17 @@ class ConvertFrame:
             self.install_capture(runtime, frame, name, capture, compiled_fn, transformed)
         elif logs.enabled("bytecode"):
             logs.emit("bytecode", f"bytecode for {code.co_qualname} (no graph before the break)",
-                      logs.side_by_side(code, transformed))
+                      format_side_by_side(code, transformed))
         return runtime.CacheEntry(compile_guards(capture.guards), transformed)
 
     def log_capture(self, code: CodeType, result: Captured, new_code: CodeType) -> None:
         where = f"{code.co_qualname} ({code.co_filename}:{code.co_firstlineno})"
-        if logs.enabled("graph"):
+        if logs.enabled("graph") and result.graph_module is not None:
             logs.emit("graph", f"captured graph for {where}", result.graph_module.code)
         if logs.enabled("guards"):
             logs.emit("guards", f"guards for {where}", "\n".join(g.text() for g in result.guards))
         if logs.enabled("bytecode"):
-            logs.emit("bytecode", f"bytecode for {where}", logs.side_by_side(code, new_code))
+            logs.emit("bytecode", f"bytecode for {where}", format_side_by_side(code, new_code))
 
 
 def _split(runtime: Any, frame: Any, err: Unsupported, name: str) -> tuple[Captured, CodeType]:

@@ -7,8 +7,9 @@ import copy
 import functools
 import types
 
-import fastdynamo
 import torch
+
+import fastdynamo
 from fastdynamo.convert_frame import Recorder
 
 
@@ -20,7 +21,7 @@ def same(a, b) -> bool:
     if isinstance(a, torch.Tensor):
         return a.dtype == b.dtype and a.shape == b.shape and torch.equal(a, b)
     if isinstance(a, (tuple, list)):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, dict):
         return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
     if isinstance(a, torch.nn.Module):

@@ -1,7 +1,8 @@
 """Attribute precedence as Python resolves it: data descriptors on the type > instance
 ``__dict__`` > class attributes > ``__getattr__`` (wrong-result class 6 of issue #10)."""
-import fastdynamo
 import torch
+
+import fastdynamo
 from fastdynamo.convert_frame import Recorder
 
 from .object_helpers import compare, fresh

@@ -1,7 +1,8 @@
 """Functions defined in another module, called from traced code: their globals are
 read through the function object (``fn.__globals__[name]``), guarded, and reloaded."""
-import fastdynamo
 import torch
+
+import fastdynamo
 from fastdynamo.convert_frame import Recorder
 
 from . import foreign_module

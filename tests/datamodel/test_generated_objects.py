@@ -11,10 +11,11 @@ import dataclasses
 import functools
 import textwrap
 
-import fastdynamo
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
+
+import fastdynamo
 
 from .object_helpers import same
 

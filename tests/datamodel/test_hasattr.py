@@ -3,9 +3,10 @@ instance (an attribute added or removed after the first call recompiles)."""
 import collections
 import functools
 
-import fastdynamo
 import pytest
 import torch
+
+import fastdynamo
 from fastdynamo.convert_frame import Recorder
 
 from .object_helpers import compare

@@ -1,7 +1,8 @@
 """Calling modules: a class that overrides ``__call__`` runs the override, and patching
 ``m.forward`` after the first call recompiles (wrong-result class 4 of issue #10)."""
-import fastdynamo
 import torch
+
+import fastdynamo
 from fastdynamo.convert_frame import Recorder
 
 from .object_helpers import compare, fresh

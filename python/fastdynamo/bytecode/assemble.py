@@ -106,7 +106,7 @@ def assemble(instructions: Sequence[Instruction], template_code: CodeType,
     _check_adjacent_pairs(instructions)
     sizes = _layout_jumps(instructions)
     code = bytearray()
-    for inst, size in zip(instructions, sizes):
+    for inst, size in zip(instructions, sizes, strict=True):
         arg = inst.arg or 0
         caches = version.cache_entries(inst.opname)
         for shift in range(size - 1 - caches, 0, -1):
@@ -121,7 +121,7 @@ def assemble(instructions: Sequence[Instruction], template_code: CodeType,
         co_names=tuple(names.items),
         co_varnames=tuple(varnames.items),
         co_nlocals=len(varnames.items),
-        co_linetable=encode_line_table(zip(positions, sizes), first_line),
+        co_linetable=encode_line_table(zip(positions, sizes, strict=True), first_line),
         co_exceptiontable=_exception_table(instructions, sizes),
         co_stacksize=max_stack_depth(instructions),
         **kwargs,
@@ -138,7 +138,7 @@ def _set_arg(inst: Instruction, consts: _Table, names: _Table, localsplus: tuple
     if opname in version.CONST_OPNAMES:
         inst.arg = consts.index(argval, inst.arg)
     elif opname in version.LOAD_GLOBAL_NULL_BIT_OPNAMES:
-        null_bit = (inst.arg or 0) & 1
+        null_bit = (inst.arg or 0) & version.PUSH_NULL_BIT
         hint = inst.arg >> 1 if inst.arg is not None else None
         inst.arg = (names.index(argval, hint) << 1) | null_bit
     elif opname in version.NAME_OPNAMES:
@@ -154,7 +154,7 @@ def _set_arg(inst: Instruction, consts: _Table, names: _Table, localsplus: tuple
 
 
 def _check_adjacent_pairs(instructions: Sequence[Instruction]) -> None:
-    for inst, following in zip(instructions, [*instructions[1:], None]):
+    for inst, following in zip(instructions, [*instructions[1:], None], strict=True):
         needed = version.MUST_BE_FOLLOWED_BY.get(inst.opname)
         if needed is not None and (following is None or following.opname != needed):
             raise ValueError(f"{inst!r} must be directly followed by {needed}, "
@@ -182,7 +182,7 @@ def _layout_jumps(instructions: Sequence[Instruction]) -> list[int]:
             prefixes.append(_extended_arg_count(inst.arg or 0))
     while True:
         sizes = [p + 1 + version.cache_entries(inst.opname)
-                 for p, inst in zip(prefixes, instructions)]
+                 for p, inst in zip(prefixes, instructions, strict=True)]
         starts = [0] * len(instructions)
         total = 0
         for i, size in enumerate(sizes):
@@ -212,6 +212,7 @@ def _resolve_positions(instructions: Sequence[Instruction], first_line: int) -> 
     resolved: list[dis.Positions | None] = []
     last_line = None
     for inst in instructions:
+        pos: dis.Positions | None
         if inst.positions is not None:
             pos = inst.positions
         elif inst.starts_line is not None:
@@ -222,12 +223,14 @@ def _resolve_positions(instructions: Sequence[Instruction], first_line: int) -> 
             last_line = pos.lineno
         resolved.append(pos)
     next_line = first_line
-    for i in range(len(resolved) - 1, -1, -1):
-        if resolved[i] is None:
-            resolved[i] = line_only(next_line)
-        elif resolved[i].lineno is not None:
-            next_line = resolved[i].lineno
-    return resolved
+    backwards: list[dis.Positions] = []
+    for pos in reversed(resolved):
+        if pos is None:
+            pos = line_only(next_line)
+        elif pos.lineno is not None:
+            next_line = pos.lineno
+        backwards.append(pos)
+    return backwards[::-1]
 
 
 def _exception_table(instructions: Sequence[Instruction], sizes: Sequence[int]) -> bytes:

@@ -55,6 +55,7 @@ def instructions_from_code(code: CodeType) -> list[Instruction]:
 
     for inst in instructions:
         if inst.is_jump:
+            assert inst.offset is not None and inst.arg is not None  # set above for every jump
             target_offset = version.jump_target_offset(inst.opname, inst.offset, inst.arg)
             inst.target = instructions[owner[target_offset // 2]]
     for line_offset, line in dis.findlinestarts(code):
@@ -80,7 +81,7 @@ def _decode_argval(code: CodeType, opname: str, arg: int | None, offset: int,
     if opname in version.NAME_OPNAMES:
         if opname in version.LOAD_GLOBAL_NULL_BIT_OPNAMES:
             name = code.co_names[arg >> 1]
-            return name, ("NULL + " + name) if arg & 1 else name
+            return name, ("NULL + " + name) if arg & version.PUSH_NULL_BIT else name
         return code.co_names[arg], code.co_names[arg]
     if opname in version.LOCAL_OPNAMES or opname in version.FREE_OPNAMES:
         return local_names[arg], local_names[arg]

@@ -87,8 +87,15 @@ MAKE_FUNCTION_DEFAULTS = 0x01
 MAKE_FUNCTION_KWDEFAULTS = 0x02
 MAKE_FUNCTION_ANNOTATIONS = 0x04
 MAKE_FUNCTION_CLOSURE = 0x08
-# FORMAT_VALUE's argument: a format spec is on the stack.
+# FORMAT_VALUE's argument: a format spec is on the stack; the conversion (none, str,
+# repr, ascii) in the low bits.
 FORMAT_VALUE_HAS_SPEC = 0x04
+FORMAT_VALUE_CONVERSION = 0x03
+# CALL_FUNCTION_EX's argument: a dict of keyword arguments is on the stack.
+CALL_FUNCTION_EX_KWARGS = 0x01
+# LOAD_GLOBAL_NULL_BIT_OPNAMES: the argument's low bit pushes a NULL (the name index is
+# the rest of the argument).
+PUSH_NULL_BIT = 0x01
 
 
 # The translator's handler names: one per jump kind whatever its direction, so a handler
@@ -123,7 +130,7 @@ def binary_op_symbol(arg: int) -> str:
 
 def cache_entries(opname: str) -> int:
     """Number of inline CACHE code units that follow ``opname`` in ``co_code``."""
-    return opcode._inline_cache_entries[OPMAP[opname]]
+    return opcode._inline_cache_entries[OPMAP[opname]]  # type: ignore[attr-defined]
 
 
 def canonical_opname(opname: str) -> str:

@@ -32,8 +32,13 @@ from .break_state import break_state, frame_cells
 from .builder import ROOT_GLOBALS
 from .output import OutputPlanBuilder
 from .output_graph import OutputGraph
-from .translator import (SUPPORTED_OPCODES, InstructionTranslator, LazyArgument, StopTranslation,
-                         decoded_instructions)
+from .translator import (
+    SUPPORTED_OPCODES,
+    InstructionTranslator,
+    LazyArgument,
+    StopTranslation,
+    decoded_instructions,
+)
 from .variables.functions import CellVariable
 
 
@@ -79,6 +84,7 @@ def translate(code: CodeType, localsplus: list, f_globals: dict, f_builtins: Any
     try:
         with run:
             returned = run.tx.run()
+            assert returned is not None, "frames of generators are not translated"
             plans = OutputPlanBuilder()
             output = plans.plan(returned)
             effects = run.output.side_effects.plans(plans)
@@ -120,7 +126,7 @@ class _Run:
         self.output.add_guard(None, autocast(False))
         self.output.add_guard(None, inference_mode(False))
         f_locals = {name: LazyArgument(value, LocalSource(i, name))
-                    for i, (name, value) in enumerate(zip(parameter_names(code), localsplus))}
+                    for i, (name, value) in enumerate(zip(parameter_names(code), localsplus, strict=False))}
         cells = {}
         for i, name in enumerate(code.co_freevars):
             cell = closure[i] if closure is not None else None

@@ -32,7 +32,7 @@ def bind_arguments(code: CodeType, args: list, kwargs: dict, defaults: tuple, kw
     has_varkw = bool(code.co_flags & CO_VARKEYWORDS)
     posonly = set(names[:code.co_posonlyargcount])
     bound: dict[str, Any] = {}
-    for name, value in zip(names[:n_pos], args):
+    for name, value in zip(names[:n_pos], args, strict=False):
         bound[name] = value
     extra = list(args[n_pos:])
     if extra and not has_varargs:

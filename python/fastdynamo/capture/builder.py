@@ -27,18 +27,22 @@ from typing import Any
 
 import torch
 
+from ..exc import unsupported
 from ..guards import equals, id_is, len_is, type_is
 from ..guards.sources import AttrSource, BuiltinSource, GlobalSource, ItemSource, Source
-from ..exc import unsupported
 from .variables.base import MethodCallVariable, VariableTracker
 from .variables.constant import ConstantVariable, PureFunctionVariable, wrap_constant_result
 from .variables.containers import DictVariable, ListVariable, SetVariable, TupleVariable
+from .variables.environ import wrap_environ
 from .variables.functions import PartialVariable, UserFunctionVariable, UserMethodVariable
 from .variables.misc import ClassVariable, PythonModuleVariable, UserObjectVariable, is_trusted_module
-from .variables.environ import wrap_environ
 from .variables.nn_module import NNModuleVariable
-from .variables.torch_functions import (GradModeExitVariable, GradModeVariable, TorchFunctionVariable,
-                                        is_is_compiling)
+from .variables.torch_functions import (
+    GradModeExitVariable,
+    GradModeVariable,
+    TorchFunctionVariable,
+    is_is_compiling,
+)
 from .variables.user_objects import ExternalWeakRefVariable
 
 _PLAIN_CONSTANTS = (int, float, bool, str, bytes, type(None))
@@ -168,23 +172,23 @@ def wrap_value(tx, value: Any, source: Source | None) -> VariableTracker:
         return ConstantVariable(value, source)
     if isinstance(value, functools.partial):
         guard(type_is(functools.partial))
-        sub = (lambda attr: AttrSource(source, attr)) if source is not None else (lambda attr: None)
-        fn = wrap_value(tx, value.func, sub("func"))
-        args = [wrap_value(tx, a, ItemSource(sub("args"), i) if source else None) for i, a in enumerate(value.args)]
-        kwargs = {k: wrap_value(tx, v, ItemSource(sub("keywords"), k) if source else None)
+        fn = wrap_value(tx, value.func, AttrSource(source, "func") if source else None)
+        args = [wrap_value(tx, a, ItemSource(AttrSource(source, "args"), i) if source else None)
+                for i, a in enumerate(value.args)]
+        kwargs = {k: wrap_value(tx, v, ItemSource(AttrSource(source, "keywords"), k) if source else None)
                   for k, v in value.keywords.items()}
         partial = PartialVariable(fn, args, kwargs, source)
         partial.instance_dict = value.__dict__  # for hasattr (guarded there)
         return partial
-    if isinstance(value, types.MethodType) and type(value.__self__) in _GRAD_MODE_CONTEXTS \
-            and value.__func__ is type(value.__self__).__exit__:
+    grad_mode = _grad_mode_exited(value) if isinstance(value, types.MethodType) else None
+    if grad_mode is not None:
         # The exit of a with-block entered before a graph break (graph_break.py).
         guard(type_is(types.MethodType))
         owner = AttrSource(source, "__self__") if source is not None else None
         if owner is not None:
-            tx.output.add_guard(owner, type_is(type(value.__self__)))
-            tx.output.add_guard(AttrSource(owner, "prev"), equals(value.__self__.prev))
-        ctx = GradModeVariable(type(value.__self__) is torch.enable_grad, bool(value.__self__.prev))
+            tx.output.add_guard(owner, type_is(type(grad_mode)))
+            tx.output.add_guard(AttrSource(owner, "prev"), equals(grad_mode.prev))
+        ctx = GradModeVariable(type(grad_mode) is torch.enable_grad, bool(grad_mode.prev))
         exit_var = GradModeExitVariable(ctx)
         exit_var.source = source
         return exit_var
@@ -202,8 +206,8 @@ def wrap_value(tx, value: Any, source: Source | None) -> VariableTracker:
         # of the container, which is itself wrapped (and tracked for mutations).
         guard(type_is(types.BuiltinMethodType))
         tx.output.add_guard(AttrSource(source, "__name__"), equals(value.__name__))
-        owner = wrap_value(tx, value.__self__, AttrSource(source, "__self__"))
-        return MethodCallVariable(owner, value.__name__)
+        container = wrap_value(tx, value.__self__, AttrSource(source, "__self__"))
+        return MethodCallVariable(container, value.__name__)
     if is_modelled_builtin(value):
         guard(id_is(value))
         return BuiltinVariable(value, source)
@@ -268,7 +272,15 @@ def _tracked(tx, value: Any, var: VariableTracker, pinned: bool = False) -> Vari
     return var
 
 
-_GRAD_MODE_CONTEXTS = (torch.no_grad, torch.enable_grad)
+def _grad_mode_exited(method: types.MethodType) -> torch.no_grad | torch.enable_grad | None:
+    """The ``no_grad``/``enable_grad`` object (exactly, not a subclass) whose
+    ``__exit__`` ``method`` is, or None."""
+    ctx = method.__self__
+    if (type(ctx) is torch.no_grad or type(ctx) is torch.enable_grad) and method.__func__ is type(ctx).__exit__:
+        return ctx
+    return None
+
+
 _FIELD_GUARDED = (torch.device, slice, range, torch.Size)
 
 

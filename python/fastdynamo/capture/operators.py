@@ -42,6 +42,7 @@ def _is_sequence(var: VariableTracker) -> bool:
 def _sequence_items(var: VariableTracker) -> list[VariableTracker]:
     if isinstance(var, BaseSequenceVariable):
         return list(var.items)
+    assert isinstance(var, ConstantVariable), "_is_sequence checked it"
     return [wrap_constant_result(v) for v in var.value]
 
 
@@ -102,7 +103,7 @@ def is_same(left: VariableTracker, right: VariableTracker) -> bool:
     if left.is_python_constant() and right.is_python_constant():
         return left.as_python_constant() is right.as_python_constant()
     if getattr(left, "identity_guarded", False) and getattr(right, "identity_guarded", False):
-        return left.value is right.value  # both guarded by id_is (user objects)
+        return left.value is right.value  # type: ignore[attr-defined]  # both pinned by id_is
     if isinstance(left, BaseSequenceVariable) or isinstance(right, BaseSequenceVariable):
         return False
     raise unsupported(f"identity of {left.describe()} and {right.describe()}")

@@ -12,17 +12,33 @@ import weakref
 
 import torch
 
-from ..plans import (BuildDict, BuildList, BuildTuple, Call, Constant, FrameCell, FromSource,
-                       GraphOutput, OutputPlan, Shared)
 from ..exc import unsupported
+from ..plans import (
+    BuildDict,
+    BuildList,
+    BuildTuple,
+    Call,
+    Constant,
+    FrameCell,
+    FromSource,
+    GraphOutput,
+    OutputPlan,
+    Shared,
+)
 from .builder import ROOT_GLOBALS
 from .variables.base import MethodCallVariable, VariableTracker
 from .variables.constant import ConstantVariable
-from .variables.containers import DictVariable, IteratorVariable, ListIteratorVariable, ListVariable, TupleVariable
+from .variables.containers import (
+    DictVariable,
+    IteratorVariable,
+    ListIteratorVariable,
+    ListVariable,
+    TupleVariable,
+)
 from .variables.functions import NestedFunctionVariable, UserMethodVariable
 from .variables.misc import ExceptionVariable
-from .variables.user_objects import NewObjectVariable, WeakRefVariable, rebuild_object, set_attributes
 from .variables.tensor import TensorMethodVariable, TensorVariable
+from .variables.user_objects import NewObjectVariable, WeakRefVariable, rebuild_object, set_attributes
 
 
 class OutputPlanBuilder:
@@ -89,6 +105,7 @@ class OutputPlanBuilder:
             return Call(Constant(value.tuple_type), [BuildTuple(items)])  # structseq
         if isinstance(value, ListVariable):
             return BuildList([self.plan(item) for item in value.items])
+        assert isinstance(value, DictVariable), value.describe()
         return BuildDict([(Constant(k), self.plan(v)) for k, v in value.items.items()])
 
 

@@ -22,20 +22,18 @@ from typing import Any, Callable
 
 import torch
 import torch.fx
+from torch._subclasses.fake_tensor import (
+    DataDependentOutputException,
+    DynamicOutputShapeException,
+    FakeTensorMode,
+)
 from torch.utils._python_dispatch import TorchDispatchMode
-from torch._subclasses.fake_tensor import (DataDependentOutputException,
-                                           DynamicOutputShapeException, FakeTensorMode)
 
 from .. import config
+from ..exc import unsupported
+from ..fx.passes import eliminate_dead_code, mutates_first_argument
 from ..guards import Guard, tensor_match
 from ..guards.sources import Source
-from ..exc import unsupported
-from ..fx.passes import eliminate_dead_code
-
-_INPLACE_OPERATORS = {operator.iadd, operator.isub, operator.imul, operator.itruediv,
-                      operator.ifloordiv, operator.imod, operator.ipow, operator.iand,
-                      operator.ior, operator.ixor, operator.ilshift, operator.irshift,
-                      operator.imatmul, operator.setitem}
 
 
 @dataclass
@@ -123,7 +121,7 @@ class OutputGraph:
         fake_args = [a.graph_arg(True) for a in args]
         fake_kwargs = {k: v.graph_arg(True) for k, v in kwargs.items()}
         self._check_mutation(kind, target, fake_args, fake_kwargs)
-        input_layout = (_layout(fake_args[0]) if self._mutates_first_arg(kind, target, fake_kwargs)
+        input_layout = (_layout(fake_args[0]) if mutates_first_argument(kind, target, fake_kwargs)
                         and args and self.is_input(args[0]) else None)
         name = target if isinstance(target, str) else getattr(target, "__name__", repr(target))
         try:
@@ -139,7 +137,7 @@ class OutputGraph:
         self._check_input_metadata(target, fake_args, input_layout)
         node = self.graph.create_node(kind, target, node_args, node_kwargs)
         node.meta["example_value"] = node.meta["val"] = result
-        if self._mutates_first_arg(kind, target, fake_kwargs):
+        if mutates_first_argument(kind, target, fake_kwargs):
             node.meta["inplace"] = True
             if self.is_input(args[0]) and result is fake_args[0]:
                 # ``x.add_(1)`` / ``x += 1`` on an input is the input itself: later uses
@@ -175,16 +173,6 @@ class OutputGraph:
         if isinstance(value, (tuple, list)):
             return ConstantVariable(type(value)(value) if isinstance(value, tuple) else value)
         raise unsupported(f"result of type {type(value).__qualname__} from {node.target}")
-
-    def _mutates_first_arg(self, kind: str, target: Any, kwargs: dict) -> bool:
-        if kwargs.get("inplace") is True:
-            return True
-        if kind == "call_method":
-            return target.endswith("_") and not target.startswith("_")
-        if target in _INPLACE_OPERATORS:
-            return True
-        name = getattr(target, "__name__", "")
-        return name.endswith("_") and not name.startswith("_")
 
     def is_input(self, value: Any) -> bool:
         """True for the variable of a graph input (a placeholder)."""
@@ -272,9 +260,10 @@ class _AtenEffects(TorchDispatchMode):
     def _written(func, args, kwargs) -> list:
         schema = func._schema.arguments
         values = list(args) + [kwargs.get(a.name) for a in schema[len(args):]]
-        written = [v for a, v in zip(schema, values) if a.alias_info is not None and a.alias_info.is_write]
+        pairs = list(zip(schema, values, strict=True))
+        written = [v for a, v in pairs if a.alias_info is not None and a.alias_info.is_write]
         if func._schema.name.split("::")[-1] in _BATCH_NORMS:
-            written += [v for a, v in zip(schema, values) if a.name in ("running_mean", "running_var")]
+            written += [v for a, v in pairs if a.name in ("running_mean", "running_var")]
         return [w for v in written for w in (v if isinstance(v, (list, tuple)) else [v])]
 
 

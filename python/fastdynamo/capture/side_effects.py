@@ -55,11 +55,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from ..plans import (BuildDict, BuildList, Constant, Effect, FromSource, ReplaceDict, ReplaceList,
-                       SetCellContents, StoreAttr, StoreDeref, StoreGlobal)
+from ..exc import Unsupported, unsupported
 from ..guards import id_is
 from ..guards.sources import AttrSource, ClosureSource, GlobalSource, ItemSource, Source, TypeSource
-from ..exc import Unsupported, unsupported
+from ..plans import (
+    BuildDict,
+    BuildList,
+    Constant,
+    Effect,
+    FromSource,
+    ReplaceDict,
+    ReplaceList,
+    SetCellContents,
+    StoreAttr,
+    StoreDeref,
+    StoreGlobal,
+)
 from .variables.base import VariableTracker
 from .variables.containers import DictVariable, ListVariable
 
@@ -111,7 +122,7 @@ class SideEffects:
         self._tracked: dict[int, _Tracked] = {}
         self._by_source: dict[Source, _Tracked] = {}
         self._stores: dict[tuple, _Store] = {}
-        self._containers: dict[int, tuple[VariableTracker, Where | None]] = {}
+        self._containers: dict[int, tuple[VariableTracker, Source, Where | None]] = {}
 
     def __bool__(self) -> bool:
         return bool(self._stores or self._containers)
@@ -213,7 +224,9 @@ class SideEffects:
                    pinned: bool = False, where: Where | None = None) -> None:
         """``obj.name = value`` where ``obj`` (modelled by ``obj_var``) has a source and
         plain attribute assignment (checked by the caller)."""
-        entry = self._mark_mutated(obj, obj_var.source, pinned)
+        source = obj_var.source
+        assert source is not None, "store_attr needs an object with a source"
+        entry = self._mark_mutated(obj, source, pinned)
         self._record(("attr", id(obj), name), _Store("attr", entry.sources[0], name, value, where))
 
     def load_attr(self, obj: Any, name: str) -> VariableTracker | None:
@@ -245,11 +258,13 @@ class SideEffects:
     # -- containers -----------------------------------------------------------------
     def mutate_container(self, var: VariableTracker, where: Where | None = None) -> None:
         """``var`` (a list or dict with a source) is about to be mutated in place."""
-        entry = self._by_source.get(var.source)
-        if entry is None:
-            raise unsupported(f"mutating {var.source.name()}, which the trace did not track (side effect)")
-        self._mark_mutated(entry.obj, var.source, entry.pinned)
-        self._containers.setdefault(id(var), (var, where))
+        source = var.source
+        entry = self._by_source.get(source) if source is not None else None
+        if source is None or entry is None:
+            what = source.name() if source is not None else var.describe()
+            raise unsupported(f"mutating {what}, which the trace did not track (side effect)")
+        self._mark_mutated(entry.obj, source, entry.pinned)
+        self._containers.setdefault(id(var), (var, source, where))
 
     def _record(self, key: tuple, store: _Store) -> None:
         previous = self._stores.get(key)
@@ -274,18 +289,18 @@ class SideEffects:
                 effects.append(StoreDeref(store.target.free_name, value))
             else:
                 effects.append(SetCellContents(FromSource(store.target), value))
-        for var, where in self._containers.values():
-            what = f"the new contents of {var.source.name()}"
+        for var, source, where in self._containers.values():
+            what = f"the new contents of {source.name()}"
             if isinstance(var, ListVariable):
                 items = BuildList([_plan(builder, item, where, what) for item in var.items])
-                effects.append(ReplaceList(FromSource(var.source), items))
+                effects.append(ReplaceList(FromSource(source), items))
             elif isinstance(var, DictVariable):
-                items = BuildDict([(Constant(k), _plan(builder, v, where, what)) for k, v in var.items.items()])
-                effects.append(ReplaceDict(FromSource(var.source), items))
+                entries = BuildDict([(Constant(k), _plan(builder, v, where, what)) for k, v in var.items.items()])
+                effects.append(ReplaceDict(FromSource(source), entries))
         return effects
 
 
-def _bases(source: Source) -> Iterator[Source]:
+def _bases(source: Source | None) -> Iterator[Source]:
     """``source`` and the sources it is read from, innermost first (``a.b[0]``, ``a.b``, ``a``)."""
     while source is not None:
         yield source
@@ -293,7 +308,7 @@ def _bases(source: Source) -> Iterator[Source]:
 
 
 def _target_name(store: _Store) -> str:
-    if store.kind == "attr":
+    if store.kind == "attr" and store.target is not None:
         return f"{store.target.name()}.{store.name}"
     if store.kind == "global":
         return f"global {store.name}"

@@ -16,19 +16,29 @@ from __future__ import annotations
 
 import weakref
 from types import CodeType
-from typing import Any
+from typing import Any, NoReturn
 
-from .output_graph import OutputGraph
 from .. import config
 from ..bytecode import Instruction, instructions_from_code, version
 from ..exc import Unsupported, unsupported
-from .opcodes import (BuildOpcodes, CallOpcodes, ContextOpcodes, ExceptionOpcodes, ImportOpcodes,
-                      IterationOpcodes, JumpOpcodes, LoadStoreOpcodes, MatchingOpcodes, OperatorOpcodes,
-                      StackOpcodes)
+from .opcodes import (
+    BuildOpcodes,
+    CallOpcodes,
+    ContextOpcodes,
+    ExceptionOpcodes,
+    ImportOpcodes,
+    IterationOpcodes,
+    JumpOpcodes,
+    LoadStoreOpcodes,
+    MatchingOpcodes,
+    OperatorOpcodes,
+    StackOpcodes,
+)
 from .opcodes.exceptions import RaisedInTrace
+from .output_graph import OutputGraph
 from .variables.base import VariableTracker
-from .variables.generators import GeneratorVariable
 from .variables.functions import CellVariable
+from .variables.generators import GeneratorVariable
 
 
 class LazyArgument:
@@ -86,8 +96,9 @@ class InstructionTranslator(LoadStoreOpcodes, StackOpcodes, OperatorOpcodes, Jum
         self.current_index = 0
 
     # -- the loop -----------------------------------------------------------------
-    def run(self) -> VariableTracker:
-        """Run to ``RETURN_VALUE``; return the symbolic return value.
+    def run(self) -> VariableTracker | None:
+        """Run to ``RETURN_VALUE``; return the symbolic return value (None when a
+        generator's translator stops at a ``yield``).
 
         An :class:`Unsupported` leaving the compiled frame's translator carries
         ``root_index``/``root_step`` (the instruction of this frame that was running)
@@ -123,7 +134,7 @@ class InstructionTranslator(LoadStoreOpcodes, StackOpcodes, OperatorOpcodes, Jum
             raise
         return self.return_value
 
-    def unsupported_opcode(self, inst: Instruction) -> None:
+    def unsupported_opcode(self, inst: Instruction) -> NoReturn:
         """The one place an opcode without a handler ends up."""
         raise unsupported(f"opcode {inst.opname} is not supported")
 
@@ -156,7 +167,9 @@ class InstructionTranslator(LoadStoreOpcodes, StackOpcodes, OperatorOpcodes, Jum
                                       self.output, self.root_globals, self.depth + 1, name)
         if child.is_generator:
             return GeneratorVariable(child)  # runs as its items are pulled
-        return child.run()
+        returned = child.run()
+        assert returned is not None, "only a generator's translator stops at a yield"
+        return returned
 
     def resume_generator(self) -> VariableTracker | None:
         """Run this generator's translator to its next ``yield`` (the value) or its

@@ -42,8 +42,8 @@ from ..bytecode import (
     create_push_null,
     instructions_from_code,
     parameter_names,
+    version,
 )
-from ..bytecode import version
 from ..guards.sources import (
     AttrSource,
     BuiltinSource,

@@ -35,8 +35,9 @@ from ..bytecode import (
     create_push_null,
     varargs_name,
     varkeywords_name,
+    version,
 )
-from ..bytecode import version
+
 
 def can_rerun(mutates_inputs: bool, draws_random: bool) -> bool:
     """Whether running the frame again after its graph raised is exact: not if the graph

@@ -54,11 +54,11 @@ from ..bytecode import (
     live_locals,
     parameter_names,
     stack_depths,
+    version,
 )
-from ..bytecode import version
 from ..exc import Unsupported, unsupported
 from ..guards.sources import Source
-from ..plans import NULL_VALUE, BreakState, ReenterGradMode
+from ..plans import NULL_VALUE, BreakState, NullValue, ReenterGradMode
 from .codegen import GRAPH_OUTPUTS_LOCAL, effect_instructions, load_source, prelude
 from .fallback import make_function, protect, set_grad_mode
 from .resume import ResumeLayout, in_prologue, resume_code, stack_argument
@@ -232,7 +232,7 @@ class _Builder:
         NULLs and re-entered with-blocks can be pushed between them in stack order.
         """
         state = self.state
-        values = [v for v in state.stack if v is not NULL_VALUE and not isinstance(v, ReenterGradMode)]
+        values = [v for v in state.stack if not isinstance(v, (NullValue, ReenterGradMode))]
         out = effect_instructions(self.code, state.effects,
                                   then=values + [p for _, p in state.locals] + [p for _, p in state.cells],
                                   cells_made=True)
@@ -308,6 +308,7 @@ class _Builder:
 
     def _call_with_prefix(self, original: Instruction, call: Instruction) -> list[Instruction]:
         """``CALL`` needs its ``PRECALL`` (and ``KW_NAMES``) directly before it."""
+        assert original.arg is not None  # a decoded CALL has its argument count
         insts = create_call(original.arg, self.state.kw_names)
         for inst in insts[:-1]:
             inst.exn_tab_entry = call.exn_tab_entry
@@ -346,10 +347,10 @@ class _Builder:
                 depth = len(self.stack)
             return depth
         target = inst.target if jump else self.insts[self.index[id(inst)] + 1]
-        depth = self.depths[self.index[id(target)]]
-        if depth is None or depth > len(self.stack):
+        at_target = self.depths[self.index[id(target)]]
+        if at_target is None or at_target > len(self.stack):
             raise unsupported("a loop exit with more values on the stack than at its start")
-        return depth
+        return at_target
 
     def _nulls(self, depth: int) -> frozenset[int]:
         untouched = self._untouched()
@@ -421,6 +422,7 @@ class _Builder:
         return names.index(name) if name in names else len(names)
 
     def _resume_code(self, ex: _Exit, layout: ResumeLayout) -> CodeType:
+        assert ex.target.offset is not None  # exits lead to instructions of the original code
         code = resume_code(self.code, ex.target.offset, layout)
         if ex.handler is not None:
             self.mark_skip(code)  # exception paths run as Python

@@ -33,8 +33,8 @@ from ..bytecode import (
     create_load_attr,
     create_push_null,
     instructions_from_code,
+    version,
 )
-from ..bytecode import version
 
 _STACK_PREFIX = "___stack"
 _resume_counter = itertools.count()

@@ -24,7 +24,7 @@ class BuildOpcodes:
     def BUILD_CONST_KEY_MAP(self, inst):
         keys = self.pop().as_python_constant()
         values = self.popn(inst.arg)
-        self.push(DictVariable(dict(zip(keys, values))))
+        self.push(DictVariable(dict(zip(keys, values, strict=True))))
 
     def BUILD_SLICE(self, inst):
         parts = self.popn(inst.arg)
@@ -40,7 +40,7 @@ class BuildOpcodes:
         flags = inst.arg
         spec = self.pop().as_python_constant() if flags & version.FORMAT_VALUE_HAS_SPEC else ""
         value = self.pop().as_python_constant()
-        convert = {0: lambda v: v, 1: str, 2: repr, 3: ascii}[flags & 0x03]
+        convert = {0: lambda v: v, 1: str, 2: repr, 3: ascii}[flags & version.FORMAT_VALUE_CONVERSION]
         self.push(ConstantVariable(format(convert(value), spec)))
 
     def LIST_APPEND(self, inst):

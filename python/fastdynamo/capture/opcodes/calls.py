@@ -24,13 +24,13 @@ class CallOpcodes:
         kwargs = {}
         if self.kw_names:
             names = self.kw_names
-            kwargs = dict(zip(names, args[len(args) - len(names):]))
+            kwargs = dict(zip(names, args[len(args) - len(names):], strict=True))
             args = args[:len(args) - len(names)]
         self.kw_names = None
         self.push(fn.call_function(self, args, kwargs))
 
     def CALL_FUNCTION_EX(self, inst):
-        kwargs = dict_items(self, self.pop()) if inst.arg & 1 else {}
+        kwargs = dict_items(self, self.pop()) if inst.arg & version.CALL_FUNCTION_EX_KWARGS else {}
         args = self.pop().unpack_var_sequence(self)
         fn = self.pop()
         if self.stack and self.stack[-1] is NULL:

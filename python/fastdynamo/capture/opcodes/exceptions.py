@@ -12,10 +12,14 @@ raised again at the caller's ``CALL``; out of the compiled frame it is a graph b
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 from ...exc import unsupported
 from ..variables.constant import ConstantVariable
 from ..variables.misc import ClassVariable, ExceptionVariable
 
+if TYPE_CHECKING:
+    from ..translator import InstructionTranslator
 
 class RaisedInTrace(Exception):
     """An exception raised by traced code that its own code does not handle: it leaves
@@ -77,13 +81,14 @@ class ExceptionOpcodes:
 
     def raise_in_trace(self, inst, exception: ExceptionVariable) -> None:
         """Send ``exception`` to the handler of ``inst``, or out of this code."""
+        tx = cast("InstructionTranslator", self)  # which mixes this class in
         entry = inst.exn_tab_entry
         if entry is None:
-            if self.depth == 0:
+            if tx.depth == 0:
                 raise unsupported(f"raise {exception.cls.__name__}")
             raise RaisedInTrace(exception)
-        del self.stack[entry.depth:]
+        del tx.stack[entry.depth:]
         if entry.lasti:
-            self.push(ConstantVariable(inst.offset))
-        self.push(exception)
-        self.index = self.index_of[id(entry.target)]
+            tx.push(ConstantVariable(inst.offset))
+        tx.push(exception)
+        tx.index = tx.index_of[id(entry.target)]

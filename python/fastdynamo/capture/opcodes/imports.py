@@ -18,7 +18,7 @@ import sysconfig
 import types
 
 from ...exc import unsupported
-from ..builder import wrap_value
+from ..builder import GlobalsSource, wrap_value
 from ..variables.misc import PythonModuleVariable, is_trusted_module
 
 _STDLIB = os.path.realpath(sysconfig.get_paths()["stdlib"]) + os.sep
@@ -28,7 +28,9 @@ def _is_standard_library(module: types.ModuleType) -> bool:
     if module.__name__ in sys.builtin_module_names or module.__name__ in sys.stdlib_module_names:
         return True
     file = getattr(module, "__file__", None)
-    return bool(file) and os.path.realpath(file).startswith(_STDLIB) and "site-packages" not in file
+    if not file:
+        return False
+    return os.path.realpath(file).startswith(_STDLIB) and "site-packages" not in file
 
 
 def _is_constant_module(module: types.ModuleType) -> bool:
@@ -38,6 +40,11 @@ def _is_constant_module(module: types.ModuleType) -> bool:
 
 
 class ImportOpcodes:
+    # from InstructionTranslator, which mixes this class in
+    code: types.CodeType
+    f_globals: dict
+    globals_source: GlobalsSource
+
     def IMPORT_NAME(self, inst):
         fromlist = self.pop().as_python_constant()
         level = self.pop().as_python_constant()

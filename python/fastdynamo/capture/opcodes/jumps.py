@@ -1,6 +1,11 @@
 """Jumps, conditional branches and return (raise: exceptions.py)."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
+if TYPE_CHECKING:
+    from ..translator import InstructionTranslator
+
 
 def _is_none(value) -> bool:
     return value.is_python_constant() and value.as_python_constant() is None
@@ -13,8 +18,9 @@ class JumpOpcodes:
         self.jump(inst)
 
     def _pop_jump_if(self, inst, when: bool):
-        if self.pop().truth(self) is when:
-            self.jump(inst)
+        tx = cast("InstructionTranslator", self)  # which mixes this class in
+        if tx.pop().truth(tx) is when:
+            tx.jump(inst)
 
     def POP_JUMP_IF_TRUE(self, inst):
         self._pop_jump_if(inst, True)
@@ -23,8 +29,9 @@ class JumpOpcodes:
         self._pop_jump_if(inst, False)
 
     def _pop_jump_if_none(self, inst, when: bool):
-        if _is_none(self.pop()) is when:
-            self.jump(inst)
+        tx = cast("InstructionTranslator", self)
+        if _is_none(tx.pop()) is when:
+            tx.jump(inst)
 
     def POP_JUMP_IF_NONE(self, inst):
         self._pop_jump_if_none(inst, True)

@@ -1,14 +1,23 @@
 """Loads and stores: locals, constants, globals, cells, attributes."""
 from __future__ import annotations
 
-from ..builder import wrap_code_constant, wrap_value
+from typing import Any
+
+from ...bytecode import version
 from ...exc import unsupported
+from ..builder import GlobalsSource, wrap_code_constant, wrap_value
 from ..side_effects import where_of
 from ..variables.base import NULL
 from ..variables.functions import CellVariable
 
 
 class LoadStoreOpcodes:
+    # from InstructionTranslator, which mixes this class in
+    locals: dict[str, Any]
+    f_globals: dict
+    root_globals: dict
+    globals_source: GlobalsSource
+
     def _load_local(self, name: str):
         from ..translator import LazyArgument
 
@@ -37,7 +46,7 @@ class LoadStoreOpcodes:
 
     def LOAD_GLOBAL(self, inst):
         name = inst.argval
-        if inst.arg & 1:
+        if inst.arg & version.PUSH_NULL_BIT:
             self.push(NULL)
         pending = self.output.side_effects.load_global(name) if self._stores_root_globals() else None
         if pending is not None:

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import operator
 
-from .. import operators as ops
 from ...exc import unsupported
+from .. import operators as ops
 from ..variables.constant import ConstantVariable
 
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ...guards.sources import Source
 from ...exc import unsupported
+from ...guards.sources import Source
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..translator import InstructionTranslator

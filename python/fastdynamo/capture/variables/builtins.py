@@ -20,8 +20,17 @@ from typing import Any, Callable
 from ...exc import unsupported
 from .base import CallableVariable, VariableTracker
 from .constant import ConstantVariable, wrap_constant_result
-from .containers import (BaseSequenceVariable, DictVariable, IteratorVariable, ListVariable,
-                         SetVariable, TupleVariable, dict_items, iterate, snapshot_iterator)
+from .containers import (
+    BaseSequenceVariable,
+    DictVariable,
+    IteratorVariable,
+    ListVariable,
+    SetVariable,
+    TupleVariable,
+    dict_items,
+    iterate,
+    snapshot_iterator,
+)
 
 # Builtins that are pure on constant arguments.
 PURE_BUILTINS = {abs, all, any, bin, bool, chr, divmod, float, format, hash, hex, int, len, max,
@@ -170,13 +179,19 @@ def _enumerate(tx, iterable, start=None):
 @handles(zip)
 def _zip(tx, *iterables, strict=None):
     columns = [it.unpack_var_sequence(tx) for it in iterables]
-    return snapshot_iterator([TupleVariable(list(row)) for row in zip(*columns)], list(iterables))
+    if strict is not None and not strict.is_python_constant():
+        raise unsupported("zip(strict=...) with a value known only at run time")
+    if strict is not None and strict.as_python_constant() and len({len(c) for c in columns}) > 1:
+        # Python raises ValueError here; the original code reproduces it
+        raise unsupported("zip(strict=True) on iterables of different lengths")
+    return snapshot_iterator([TupleVariable(list(row)) for row in zip(*columns, strict=False)],
+                             list(iterables))
 
 
 @handles(map)
 def _map(tx, fn, *iterables):
     columns = [it.unpack_var_sequence(tx) for it in iterables]
-    return snapshot_iterator([fn.call_function(tx, list(row), {}) for row in zip(*columns)],
+    return snapshot_iterator([fn.call_function(tx, list(row), {}) for row in zip(*columns, strict=False)],
                              list(iterables))
 
 

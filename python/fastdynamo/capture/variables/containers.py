@@ -65,6 +65,8 @@ class BaseSequenceVariable(VariableTracker):
 class TupleVariable(BaseSequenceVariable):
     """A tuple (or a named tuple / structseq such as ``torch.return_types.max``)."""
 
+    view_of: DictVariable  # set on a dict's keys()/values()/items(): the dict it reads
+
     def __init__(self, items, source=None, tuple_type: type = tuple):
         super().__init__(items, source)
         self.tuple_type = tuple_type
@@ -99,6 +101,8 @@ class TupleVariable(BaseSequenceVariable):
 
 class ListVariable(BaseSequenceVariable):
     """A list; the trace's own lists are mutable."""
+
+    snapshots: list[IteratorVariable]  # set by snapshot_iterator: iterators over a copy
 
     def python_type(self) -> type:
         return list
@@ -167,6 +171,8 @@ class ListVariable(BaseSequenceVariable):
 
 class DictVariable(VariableTracker):
     """A dict with constant keys."""
+
+    snapshots: list[IteratorVariable]  # set by snapshot_iterator: iterators over a copy
 
     def __init__(self, items: dict[Any, VariableTracker], source=None):
         self.items = dict(items)
@@ -295,7 +301,7 @@ def dict_items(tx, value: VariableTracker) -> dict[Any, VariableTracker]:
 class SetVariable(VariableTracker):
     """A set of constants."""
 
-    def __init__(self, items: set, source=None):
+    def __init__(self, items: set | frozenset, source=None):
         self.items = set(items)
         self.source = source
 
@@ -384,20 +390,20 @@ class ListIteratorVariable(IteratorVariable):
     def __init__(self, sequence: ListVariable):
         self.sequence = sequence
         self.index = 0
-        self.exhausted = False
+        self.finished = False  # CPython's list iterator drops its list once it stops
 
     @property
     def items(self) -> list[VariableTracker]:
-        return [] if self.exhausted else self.sequence.items
+        return [] if self.finished else self.sequence.items
 
     def next_item(self, tx=None) -> VariableTracker | None:
         item = super().next_item(tx)
-        self.exhausted = item is None
+        self.finished = item is None
         return item
 
     def unpack_var_sequence(self, tx) -> list[VariableTracker]:
         rest = super().unpack_var_sequence(tx)
-        self.exhausted = True
+        self.finished = True
         return rest
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from ...exc import unsupported
 from ...guards import contains, equals
-from ...guards.sources import ItemSource
+from ...guards.sources import ItemSource, Source
 from .base import MethodCallVariable, VariableTracker
 from .constant import ConstantVariable
 
@@ -20,7 +20,9 @@ from .constant import ConstantVariable
 class EnvironVariable(VariableTracker):
     """``os.environ``, read from a source (the guards need one)."""
 
-    def __init__(self, source):
+    source: Source
+
+    def __init__(self, source: Source):
         self.source = source
 
     def python_type(self) -> type:

@@ -14,12 +14,11 @@ import types
 from typing import Any
 
 from ...bytecode import version
+from ...exc import unsupported
 from ...guards import len_is
 from ...guards.sources import AttrSource, ClosureSource, ItemSource
-from ...exc import unsupported
 from .base import VariableTracker
 from .constant import ConstantVariable
-
 
 # What functools.update_wrapper may set on a function made by the frame.
 WRAPPER_ATTRIBUTES = frozenset(functools.WRAPPER_ASSIGNMENTS) | {"__wrapped__"}
@@ -125,7 +124,8 @@ class UserFunctionVariable(BaseFunctionVariable):
             key: wrap_value(tx, value, ItemSource(AttrSource(src, "__kwdefaults__"), key) if src else None)
             for key, value in (self.fn.__kwdefaults__ or {}).items()}
         cells = {}
-        for i, (name, cell) in enumerate(zip(self.fn.__code__.co_freevars, self.fn.__closure__ or ())):
+        closure = self.fn.__closure__ or ()
+        for i, (name, cell) in enumerate(zip(self.fn.__code__.co_freevars, closure, strict=True)):
             cell_source = (AttrSource(ItemSource(AttrSource(src, "__closure__"), i), "cell_contents")
                            if src else None)
             cells[name] = CellVariable(real_cell=cell, contents_source=cell_source, name=name)
@@ -181,7 +181,7 @@ class NestedFunctionVariable(BaseFunctionVariable):
         self.attrs[name] = value
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
-        cells = dict(zip(self.code.co_freevars, self.closure))
+        cells = dict(zip(self.code.co_freevars, self.closure, strict=True))
         return self.inline(tx, self.code, args, kwargs, self.defaults, self.kwdefaults, cells,
                            self.f_globals, self.globals_source, self.qualname)
 

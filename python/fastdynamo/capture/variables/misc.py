@@ -9,11 +9,17 @@ from __future__ import annotations
 import types
 from typing import Any
 
+from ...exc import unsupported
 from ...guards import id_is, type_is
 from ...guards.sources import AttrSource, TypeSource
-from ...exc import unsupported
-from .attributes import (MISSING, generic_setattr_target, instance_getattr, method_source,
-                         property_set, type_lookup)
+from .attributes import (
+    MISSING,
+    generic_setattr_target,
+    instance_getattr,
+    method_source,
+    property_set,
+    type_lookup,
+)
 from .base import VariableTracker
 
 # Modules whose members are trusted not to be monkey-patched: their attributes are
@@ -68,8 +74,8 @@ class ClassVariable(VariableTracker):
         return self.cls
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
-        from .containers import TupleVariable
         from .constant import wrap_constant_result
+        from .containers import TupleVariable
 
         if issubclass(self.cls, tuple) and hasattr(self.cls, "_fields"):
             values = list(args) + [kwargs[f] for f in self.cls._fields[len(args):] if f in kwargs]

@@ -12,17 +12,24 @@ source; submodules are guarded by identity.
 from __future__ import annotations
 
 import types
+from collections.abc import Sized
 from typing import Any
 
 import torch
 
+from ...exc import unsupported
 from ...guards import len_is
 from ...guards.sources import AttrSource, ItemSource, TypeSource
-from ...exc import unsupported
+from .attributes import (
+    MISSING,
+    class_attribute,
+    has_custom_getattribute,
+    is_data_descriptor,
+    property_get,
+    type_lookup,
+)
 from .base import VariableTracker
 from .constant import ConstantVariable
-from .attributes import (MISSING, class_attribute, has_custom_getattribute, is_data_descriptor,
-                         property_get, type_lookup)
 from .misc import _lookup_class
 
 
@@ -153,8 +160,8 @@ class NNModuleVariable(VariableTracker):
                 return TupleVariable(self._submodules(tx))
             if name == "items":
                 return TupleVariable([TupleVariable([ConstantVariable(k), v])
-                                      for k, v in zip(self.module.keys(), self._submodules(tx))])
-        if name == "__len__":
+                                      for k, v in zip(self.module.keys(), self._submodules(tx), strict=True)])
+        if name == "__len__" and isinstance(self.module, Sized):
             return ConstantVariable(len(self.module))
         return self.var_getattr(tx, name).call_function(tx, args, kwargs)
 

@@ -10,7 +10,6 @@ effects outside the graph or data-dependent results to the unsupported path.
 """
 from __future__ import annotations
 
-
 import torch
 
 from ...compiling import is_compiling

@@ -47,7 +47,7 @@ def rebuild_object(cls: type, names: tuple, values: tuple) -> Any:
     """An instance of ``cls`` made by the frame, rebuilt after the graph (every such
     instance came from ``object.__new__``; the class's own ``__new__`` already ran)."""
     obj: Any = object.__new__(cls)
-    for name, value in zip(names, values):
+    for name, value in zip(names, values, strict=True):
         object.__setattr__(obj, name, value)
     return obj
 
@@ -55,7 +55,7 @@ def rebuild_object(cls: type, names: tuple, values: tuple) -> Any:
 def set_attributes(obj: Any, names: tuple, values: tuple) -> Any:
     """``obj`` with ``setattr`` of each name, in order (a function made by the frame
     and given attributes, e.g. by ``functools.wraps``)."""
-    for name, value in zip(names, values):
+    for name, value in zip(names, values, strict=True):
         setattr(obj, name, value)
     return obj
 
