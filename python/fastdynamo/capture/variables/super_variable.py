@@ -5,7 +5,7 @@ guarded through ``type(obj).__mro__[i].name`` when the object has a source.
 
 >>> from fastdynamo.capture.variables.constant import ConstantVariable
 >>> SuperVariable(int, ConstantVariable(1)).describe()
-'SuperVariable(int, ConstantVariable)'
+'SuperVariable(int, ConstantVariable(1))'
 """
 from __future__ import annotations
 
