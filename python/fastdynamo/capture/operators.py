@@ -154,6 +154,8 @@ def is_same(left: VariableTracker, right: VariableTracker) -> bool:
         raise unsupported(f"identity of a tensor and {other.describe()}")
     if left.is_python_constant() and right.is_python_constant():
         return left.as_python_constant() is right.as_python_constant()
+    if getattr(left, "identity_guarded", False) and getattr(right, "identity_guarded", False):
+        return left.value is right.value  # type: ignore[attr-defined]  # both pinned by id_is
     if isinstance(left, BaseSequenceVariable) or isinstance(right, BaseSequenceVariable):
         return False
     raise unsupported(f"identity of {left.describe()} and {right.describe()}")

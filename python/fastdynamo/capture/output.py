@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import types
+import weakref
 
 import torch
 
@@ -40,6 +41,7 @@ from .variables.functions import NestedFunctionVariable, UserMethodVariable
 from .variables.iterators import LazyIteratorVariable
 from .variables.misc import ExceptionVariable
 from .variables.tensor import TensorMethodVariable, TensorVariable
+from .variables.user_objects import NewObjectVariable, WeakRefVariable, rebuild_object, set_attributes
 
 
 class OutputPlanBuilder:
@@ -77,6 +79,10 @@ class OutputPlanBuilder:
             return FromSource(value.source)
         if value.is_python_constant():
             return Constant(value.as_python_constant())
+        if isinstance(value, NewObjectVariable):
+            return self._shared_plan(value, self._object_plan)  # one object, as in eager
+        if isinstance(value, WeakRefVariable):
+            return self._shared_plan(value, lambda ref: Call(Constant(weakref.ref), [self.plan(ref.referent)]))
         rebuilt = self._rebuild_callable_or_iterator(value)
         if rebuilt is not None:
             return rebuilt
@@ -158,15 +164,25 @@ class OutputPlanBuilder:
             return self._shared_plan(value, self._function_plan)  # one function, as in eager
         return None
 
+    def _object_plan(self, value: NewObjectVariable) -> OutputPlan:
+        # the class, then its attributes in insertion order (user_objects.rebuild_object)
+        return Call(Constant(rebuild_object), [Constant(value.cls), Constant(tuple(value.attrs)),
+                                               BuildTuple([self.plan(v) for v in value.attrs.values()])])
+
     def _function_plan(self, value: NestedFunctionVariable) -> OutputPlan:
         defaults = BuildTuple([self.plan(d) for d in value.defaults]) if value.defaults \
             else Constant(None)
         closure = BuildTuple([FrameCell(self.frame_cells[id(c)]) for c in value.closure]) \
             if value.closure else Constant(None)
         # globals() called by the rewritten frame is the frame's own globals dict.
-        return Call(Constant(types.FunctionType),
-                    [Constant(value.code), Call(Constant(globals)), Constant(value.code.co_name),
-                     defaults, closure])
+        function = Call(Constant(types.FunctionType),
+                        [Constant(value.code), Call(Constant(globals)), Constant(value.code.co_name),
+                         defaults, closure])
+        if not value.attrs:
+            return function
+        # then the attributes the frame set (functools.wraps), in order
+        return Call(Constant(set_attributes), [function, Constant(tuple(value.attrs)),
+                                               BuildTuple([self.plan(v) for v in value.attrs.values()])])
 
 
 def _constant_plan(value) -> OutputPlan:

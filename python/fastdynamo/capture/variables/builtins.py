@@ -16,6 +16,7 @@ import functools
 import inspect
 import itertools
 import operator
+import weakref
 from typing import Any, Callable
 
 from ...exc import unsupported
@@ -123,28 +124,36 @@ def _isinstance(tx, value, classes, **_):
 
 @handles(getattr)
 def _getattr(tx, obj, name, *default):
-    try:
-        return obj.var_getattr(tx, name.as_python_constant())
-    except Exception:
+    """``getattr(obj, name[, default])``: the default only when the attribute is really
+    absent (decided exactly, as ``hasattr``), never because modelling it failed."""
+    attr = name.as_python_constant()
+    if not _has_attribute(tx, obj, attr):
         if default:
             return default[0]
-        raise
+        raise unsupported(f"{obj.describe()} has no attribute {attr!r} (AttributeError)")
+    return obj.var_getattr(tx, attr)
+
+
+def _has_attribute(tx, obj, attr: str) -> bool:
+    from .attributes import has_attribute
+    from .tensor import TensorVariable
+
+    if isinstance(obj, TensorVariable):
+        return hasattr(obj.example, attr)
+    return has_attribute(tx, obj, attr)
+
+
+@handles(setattr)
+def _setattr(tx, obj, name, value):
+    if not name.is_python_constant() or type(name.as_python_constant()) is not str:
+        raise unsupported("setattr() with a name that is not a constant string")
+    obj.store_attr(tx, name.as_python_constant(), value)
+    return ConstantVariable(None)
 
 
 @handles(hasattr)
 def _hasattr(tx, obj, name):
-    from .nn_module import NNModuleVariable
-    from .tensor import TensorVariable
-
-    attr = name.as_python_constant()
-    if isinstance(obj, NNModuleVariable):
-        stored = tx.output.side_effects.load_attr(obj.module, attr) is not None
-        return ConstantVariable(stored or hasattr(obj.module, attr))
-    if isinstance(obj, TensorVariable):
-        return ConstantVariable(hasattr(obj.example, attr))
-    if obj.is_python_constant():
-        return ConstantVariable(hasattr(obj.as_python_constant(), attr))
-    raise unsupported(f"hasattr on {obj.describe()}")
+    return ConstantVariable(_has_attribute(tx, obj, name.as_python_constant()))
 
 
 @handles(range)
@@ -332,17 +341,36 @@ def _id(tx, *args):
 
 @handles(callable)
 def _callable(tx, value):
-    from .functions import BaseFunctionVariable, PartialVariable, UserMethodVariable
-    from .nn_module import NNModuleVariable
-    from .torch_functions import TorchFunctionVariable
+    """``callable(v)`` is ``type(v)`` having ``__call__`` on its MRO (``tp_call``): read
+    from the value's exact type, which its guards fix."""
+    from .attributes import MISSING, type_lookup
 
-    kinds = (BaseFunctionVariable, PartialVariable, UserMethodVariable, NNModuleVariable,
-             TorchFunctionVariable, BuiltinVariable)
-    if isinstance(value, kinds):
-        return ConstantVariable(True)
     if value.is_python_constant():
         return ConstantVariable(callable(value.as_python_constant()))
-    return ConstantVariable(False)
+    return ConstantVariable(type_lookup(value.python_type(), "__call__") is not MISSING)
+
+
+@handles(super)
+def _super(tx, *args):
+    from .super_variable import make_super
+
+    return make_super(tx, list(args))
+
+
+@handles(weakref.ref)
+def _weakref(tx, *args, **kwargs):
+    from .user_objects import make_weakref
+
+    return make_weakref(tx, list(args), kwargs)
+
+
+@handles(functools.update_wrapper)
+def _update_wrapper(tx, wrapper, wrapped, assigned=None, updated=None):
+    from .functions import update_wrapper
+
+    assigned_names = assigned.as_python_constant() if assigned is not None else functools.WRAPPER_ASSIGNMENTS
+    updated_names = updated.as_python_constant() if updated is not None else functools.WRAPPER_UPDATES
+    return update_wrapper(tx, wrapper, wrapped, assigned_names, updated_names)
 
 
 @handles(functools.partial)
