@@ -1,6 +1,6 @@
-"""Operators on tuples and lists as CPython runs them: a tuple subclass's own dunder
-(``__add__``, ``__eq__``, ... of a ``typing.NamedTuple`` or a namedtuple subclass) is
-called, in CPython's order (a right operand whose type is a subclass of the left's and
+"""Operators as CPython runs them on tuples, lists and user objects: a tuple subclass's
+or a user class's own dunder (``__add__``, ``__eq__``, ... of a ``typing.NamedTuple``,
+a namedtuple subclass or any class of the user's) is called, in CPython's order (a right operand whose type is a subclass of the left's and
 overrides the reflected method goes first; ``NotImplemented`` tries the other side), and
 sequences compare item by item with the identity shortcut (``(x,) == (x,)`` holds for a
 tensor ``x`` without calling ``Tensor.__eq__``).
@@ -20,9 +20,12 @@ from collections.abc import Callable
 from typing import Any
 
 from ..exc import unsupported
+from ..guards import id_is
+from ..guards.sources import AttrSource, Source, TypeSource
 from .variables.base import VariableTracker
 from .variables.constant import ConstantVariable
 from .variables.containers import BaseSequenceVariable, ListVariable, TupleVariable
+from .variables.tensor import TensorVariable
 
 # operator function -> (method, reflected method)
 _BINARY_NAMES: dict[Callable, tuple[str, str]] = {
@@ -51,44 +54,94 @@ _COMPARE_NAMES = {
 }
 
 
-def user_method(value: VariableTracker, name: str) -> Any:
-    """The Python function ``type(value).name`` when a tuple subclass defines it itself
-    (above ``tuple`` in the MRO), else None; other kinds of attribute are unsupported."""
-    if not isinstance(value, TupleVariable) or value.tuple_type is tuple:
-        return None
-    for klass in value.tuple_type.__mro__:
-        if klass is tuple:
-            return None
-        if name in klass.__dict__:
-            found = klass.__dict__[name]
-            if isinstance(found, types.FunctionType):
-                return found
-            raise unsupported(f"{klass.__qualname__}.{name} of kind {type(found).__name__}")
+def _owner_class(value: VariableTracker) -> tuple[type, Source | None, type] | None:
+    """(class, where the rewritten code finds it, the built-in base whose methods are not
+    the user's) for a value whose type may define its own dunders."""
+    from .variables.misc import UserObjectVariable
+    from .variables.user_objects import NewObjectVariable
+
+    if isinstance(value, TupleVariable) and value.tuple_type is not tuple:
+        return value.tuple_type, None, tuple
+    if isinstance(value, UserObjectVariable):
+        return type(value.value), TypeSource(value.source) if value.source is not None else None, object
+    if isinstance(value, NewObjectVariable):
+        return value.cls, value.class_source, object
     return None
 
 
-def _call(tx, fn: Any, args: list[VariableTracker]) -> VariableTracker | None:
-    """Inline ``fn(*args)``; None when it returned ``NotImplemented``."""
+def user_method(tx, value: VariableTracker, name: str) -> tuple[Any, Source | None] | None:
+    """``(function, source)`` of ``type(value).name`` when a tuple subclass or a user
+    class defines it (above ``tuple``/``object`` in the MRO), guarded by identity where
+    the class has a source; None when the built-in behaviour applies. Other kinds of
+    attribute (a C method, a descriptor) are unsupported."""
+    owner = _owner_class(value)
+    if owner is None:
+        return None
+    cls, class_source, base = owner
+    for klass in cls.__mro__:
+        if klass is base:
+            return None
+        if name in klass.__dict__:
+            found = klass.__dict__[name]
+            if not isinstance(found, types.FunctionType):
+                raise unsupported(f"{klass.__qualname__}.{name} of kind {type(found).__name__}")
+            source = AttrSource(class_source, name) if class_source is not None else None
+            if source is not None and tx is not None:
+                tx.output.add_guard(source, id_is(found))
+            return found, source
+    return None
+
+
+def call_special(tx, value: VariableTracker, name: str, args: list, kwargs: dict) -> VariableTracker:
+    """``type(value).name(value, *args, **kwargs)`` (``obj[i]``, ``obj(...)``, ``len(obj)``)
+    for a user object; unsupported when its class does not define ``name`` in Python."""
+    found = user_method(tx, value, name)
+    if found is None:
+        raise unsupported(f"{name} of {value.describe()} (not defined by its class in Python)")
+    return _inline(tx, found, [value, *args], kwargs)
+
+
+def _inline(tx, found: tuple[Any, Source | None], args: list, kwargs: dict | None = None) -> VariableTracker:
     from .variables.functions import UserFunctionVariable
 
-    result = UserFunctionVariable(fn).call_function(tx, args, {})
+    fn, source = found
+    return UserFunctionVariable(fn, source).call_function(tx, args, kwargs or {})
+
+
+def _call(tx, found: tuple[Any, Source | None], args: list[VariableTracker]) -> VariableTracker | None:
+    """Inline ``fn(*args)``; None when it returned ``NotImplemented``."""
+    result = _inline(tx, found, args)
     if result.is_python_constant() and result.as_python_constant() is NotImplemented:
         return None
     return result
 
 
+# A tensor operand converts objects that have these (numbers, sequences, arrays,
+# __torch_function__) instead of returning NotImplemented: not modelled.
+_TENSOR_CONVERTS = ("__torch_function__", "__float__", "__int__", "__index__", "__complex__",
+                    "__array__", "__len__", "__getitem__", "__iter__")
+
+
+def _tensor_would_convert(value: VariableTracker) -> bool:
+    owner = _owner_class(value)
+    return owner is not None and any(hasattr(owner[0], name) for name in _TENSOR_CONVERTS)
+
+
 def _dispatch(tx, left, right, method: str, reflected: str) -> VariableTracker | None:
     """CPython's binary-operator order over the operands' own Python methods."""
-    forward = user_method(left, method)
+    if (isinstance(left, TensorVariable) and _tensor_would_convert(right)) or \
+            (isinstance(right, TensorVariable) and _tensor_would_convert(left)):
+        raise unsupported(f"{method} between a tensor and {right.describe()} that torch may convert")
+    forward = user_method(tx, left, method)
     backward = None
     if _type_of(right) is not _type_of(left):
-        backward = user_method(right, reflected)
+        backward = user_method(tx, right, reflected)
     calls = [(forward, [left, right]), (backward, [right, left])]
     if backward is not None and _is_proper_subclass(right, left):
         calls.reverse()
-    for fn, args in calls:
-        if fn is not None:
-            result = _call(tx, fn, args)
+    for found, args in calls:
+        if found is not None:
+            result = _call(tx, found, args)
             if result is not None:
                 return result
     return None
@@ -101,9 +154,9 @@ def user_binary_op(tx, op: Callable, left: VariableTracker, right: VariableTrack
         return None
     if op in _INPLACE:
         plain, inplace = _INPLACE[op]
-        fn = user_method(left, inplace)
-        if fn is not None:
-            result = _call(tx, fn, [left, right])
+        found = user_method(tx, left, inplace)
+        if found is not None:
+            result = _call(tx, found, [left, right])
             if result is not None:
                 return result
         op = plain
@@ -141,7 +194,7 @@ def compare_sequences(tx, op: Callable, left: VariableTracker, right: VariableTr
 
 
 def _custom(value: VariableTracker) -> bool:
-    return isinstance(value, TupleVariable) and value.tuple_type is not tuple
+    return _owner_class(value) is not None
 
 
 def _kind(value: VariableTracker) -> type:
@@ -161,7 +214,7 @@ def _is_proper_subclass(right: VariableTracker, left: VariableTracker) -> bool:
     return rtype is not None and ltype is not None and rtype is not ltype and issubclass(rtype, ltype)
 
 
-__all__ = ["compare_sequences", "user_binary_op", "user_compare_op", "user_method"]
+__all__ = ["call_special", "compare_sequences", "user_binary_op", "user_compare_op", "user_method"]
 
 
 def compare_dicts(tx, op: Callable, left, right) -> VariableTracker:

@@ -21,6 +21,7 @@ from .attributes import (
     type_lookup,
 )
 from .base import VariableTracker
+from .special_calls import SpecialMethodCalls
 
 # Modules whose members are trusted not to be monkey-patched: their attributes are
 # wrapped without a source (no guard per function on every call).
@@ -136,7 +137,7 @@ class ExceptionVariable(VariableTracker):
         return f"{self.cls.__name__}({', '.join(repr(a) for a in self.args)})"
 
 
-class UserObjectVariable(VariableTracker):
+class UserObjectVariable(SpecialMethodCalls, VariableTracker):
     """An instance of a user class: data attributes are read for real and guarded on
     their source; methods are inlined with ``self`` bound. Attribute stores are side
     effects (:mod:`fastdynamo.capture.side_effects`), seen by later reads.

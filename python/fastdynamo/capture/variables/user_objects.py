@@ -39,6 +39,7 @@ from .attributes import (
 )
 from .base import VariableTracker
 from .constant import ConstantVariable
+from .special_calls import SpecialMethodCalls
 
 _HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement
 
@@ -128,7 +129,7 @@ def object_new(tx, args, kwargs) -> VariableTracker:
     return NewObjectVariable(cls, args[0].source)
 
 
-class NewObjectVariable(VariableTracker):
+class NewObjectVariable(SpecialMethodCalls, VariableTracker):
     """An instance of a user class made during the trace; ``attrs`` are its instance
     dict (and slots), in insertion order."""
 
