@@ -24,6 +24,8 @@ pub struct GuardInput<'a, 'py> {
     globals: Borrowed<'a, 'py, PyAny>,
     builtins: Borrowed<'a, 'py, PyAny>,
     closure: Option<Borrowed<'a, 'py, PyTuple>>,
+    /// The function being called (live frames and dispatched calls).
+    function: Option<Borrowed<'a, 'py, PyAny>>,
 }
 
 impl<'a, 'py> GuardInput<'a, 'py> {
@@ -34,6 +36,7 @@ impl<'a, 'py> GuardInput<'a, 'py> {
             globals: frame.globals(),
             builtins: frame.builtins(),
             closure: frame.closure(),
+            function: Some(frame.function()),
         }
     }
 
@@ -46,19 +49,21 @@ impl<'a, 'py> GuardInput<'a, 'py> {
             globals: f.f_globals.bind_borrowed(py),
             builtins: f.f_builtins.bind_borrowed(py),
             closure: f.closure.bind_borrowed(py).cast::<PyTuple>().ok(),
+            function: None,
         }
     }
 
     /// A call's arguments bound to the code's argument slots (`rust/dispatch`), with the
-    /// function's globals, builtins and closure: what the frame would hold at its start.
+    /// function called and its globals, builtins and closure: what the frame would hold
+    /// at its start.
     pub fn from_arguments(
-        py: Python<'py>,
+        function: Borrowed<'a, 'py, PyAny>,
         slots: Arguments<'a>,
         globals: Borrowed<'a, 'py, PyAny>,
         builtins: Borrowed<'a, 'py, PyAny>,
         closure: Option<Borrowed<'a, 'py, PyTuple>>,
     ) -> GuardInput<'a, 'py> {
-        GuardInput { py, locals: Locals::Arguments(slots), globals, builtins, closure }
+        GuardInput { py: function.py(), locals: Locals::Arguments(slots), globals, builtins, closure, function: Some(function) }
     }
 
     pub fn py(&self) -> Python<'py> {
@@ -92,6 +97,11 @@ impl<'a, 'py> GuardInput<'a, 'py> {
 
     pub fn closure(&self) -> Option<Borrowed<'_, 'py, PyTuple>> {
         self.closure
+    }
+
+    #[must_use]
+    pub fn function(&self) -> Option<Borrowed<'_, 'py, PyAny>> {
+        self.function
     }
 }
 

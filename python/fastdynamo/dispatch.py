@@ -39,8 +39,9 @@ def direct_output(plan: Any, effects: Sequence[Any]) -> int | tuple[int, ...] | 
         plan = plan.plan
     if isinstance(plan, GraphOutput):
         return plan.index
-    if isinstance(plan, BuildTuple) and all(isinstance(item, GraphOutput) for item in plan.items):
-        return tuple(item.index for item in plan.items)
+    if isinstance(plan, BuildTuple):
+        indices = tuple(item.index for item in plan.items if isinstance(item, GraphOutput))
+        return indices if len(indices) == len(plan.items) else None
     return None
 
 

@@ -12,12 +12,14 @@
 mod binding;
 mod direct;
 mod module;
+mod torch_compile;
 
 pub use direct::DirectCall;
 
 use crate::cache::{Action, CacheEntry};
 use crate::callback;
 use crate::ffi::code_extra;
+use crate::ffi::hook;
 use crate::ffi::function::FunctionRef;
 use crate::ffi::object::{vectorcall_arguments, ArgumentBuffer, Arguments};
 use crate::ffi::vectorcall::{self, VectorcallSlot, VectorcallTarget};
@@ -26,6 +28,7 @@ use crate::frame_info::GuardInput;
 use binding::{bind, Binding, Parameters};
 use direct::Outcome;
 use module::ModuleCall;
+use torch_compile::TorchCompilePaused;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyFunction, PyTuple};
 use pyo3::{intern, Borrowed, PyTraverseError, PyVisit};
@@ -193,6 +196,8 @@ impl Dispatcher {
         positional: usize,
         kwnames: Option<Borrowed<'_, 'py, PyTuple>>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        // Before anything runs Python (guards, the graph, the frame), and restored last.
+        let _torch_compile = TorchCompilePaused::enter(py)?;
         match &self.target {
             Target::Function(function) => {
                 let function = function.bind(py);
@@ -243,6 +248,9 @@ impl Dispatcher {
         if callback::suspended() {
             return None; // inside the runtime's own Python: the frame runs as Python
         }
+        if hook::thread_is_tracing(py) {
+            return None; // a debugger or coverage: the hook runs the frame as Python
+        }
         let function_ref = FunctionRef::new(function.as_borrowed());
         let code = function_ref.code()?.to_owned();
         let state = code_extra::state(code.as_borrowed())?;
@@ -264,15 +272,15 @@ impl Dispatcher {
             }
         };
         let globals = function_ref.globals()?;
-        let input = GuardInput::from_arguments(py, slots, globals, cache.builtins.bind_borrowed(py), function_ref.closure());
+        let input = GuardInput::from_arguments(function.as_any().as_borrowed(), slots, globals, cache.builtins.bind_borrowed(py), function_ref.closure());
         let entry = crate::eval_frame::lookup(state, &input)?;
-        Some(self.run_entry(entry.get(), &input))
+        Some(self.run_entry(&entry, &input))
     }
 
     /// Runs a hit: the graph directly when the entry allows, else its transformed code.
-    fn run_entry<'py>(&self, entry: &CacheEntry, input: &GuardInput<'_, 'py>) -> PyResult<Bound<'py, PyAny>> {
+    fn run_entry<'py>(&self, entry: &Bound<'py, CacheEntry>, input: &GuardInput<'_, 'py>) -> PyResult<Bound<'py, PyAny>> {
         let py = input.py();
-        if let Some(direct) = entry.direct_call(py) {
+        if let Some(direct) = entry.get().direct_call(py) {
             let direct = direct.get();
             match direct.call(input) {
                 Outcome::Done(result) => {
@@ -289,7 +297,7 @@ impl Dispatcher {
             }
         }
         bump(&self.code_calls);
-        self.with_callback(py, || entry.run(input))
+        self.with_callback(py, || CacheEntry::run(&entry, input))
     }
 
     /// Runs `work` with this dispatcher's callback set on the thread, restoring the prior one.

@@ -57,3 +57,10 @@ fd_eval_fn fd_get_eval_frame(void) {
 void fd_set_eval_frame(fd_eval_fn fn) {
     _PyInterpreterState_SetEvalFrameFunc(PyInterpreterState_Get(), (_PyFrameEvalFunction)fn);
 }
+
+/* Non-zero while the thread runs a `sys.settrace`/`sys.setprofile` function (CPython
+ * raises `tracing` around the call), or has a trace function (a debugger, coverage):
+ * then frames run as Python. */
+int fd_thread_is_tracing(PyThreadState *tstate) {
+    return tstate->tracing > 0 || tstate->c_tracefunc != NULL;
+}

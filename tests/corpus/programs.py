@@ -367,7 +367,7 @@ def namedtuple_fields(op):
 def namedtuple_equality(op):
     def fn(x, y):
         a = op(x)
-        return Point(a, y) == Point(a, y), Point(1, 2) != Point(1, 3)
+        return a * 2, Point(a, y) == Point(a, y), Point(1, 2) != Point(1, 3)
     return fn
 
 

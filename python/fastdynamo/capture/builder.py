@@ -22,6 +22,7 @@ import functools
 import math
 import operator
 import types
+import weakref
 from typing import Any
 
 import torch
@@ -31,7 +32,14 @@ from ..guards import equals, id_is, len_is, type_is
 from ..guards.sources import AttrSource, BuiltinSource, GlobalSource, ItemSource, Source
 from .variables.base import MethodCallVariable, VariableTracker
 from .variables.constant import ConstantVariable, PureFunctionVariable, wrap_constant_result
-from .variables.containers import DictVariable, ListVariable, SetVariable, TupleVariable
+from .variables.containers import (
+    DictVariable,
+    ListVariable,
+    SetVariable,
+    TupleVariable,
+    overrides_tuple_protocol,
+)
+from .variables.dict_order import OrderGuard
 from .variables.environ import wrap_environ
 from .variables.functions import PartialVariable, UserFunctionVariable, UserMethodVariable
 from .variables.misc import ClassVariable, PythonModuleVariable, UserObjectVariable, is_trusted_module
@@ -42,6 +50,7 @@ from .variables.torch_functions import (
     TorchFunctionVariable,
     is_is_compiling,
 )
+from .variables.user_objects import ExternalWeakRefVariable
 
 _PLAIN_CONSTANTS = (int, float, bool, str, bytes, type(None))
 
@@ -94,8 +103,8 @@ def is_torch_callable(value: Any) -> bool:
     """Functions and builtins of the torch namespace (recorded as graph nodes)."""
     if isinstance(value, types.MethodDescriptorType) or isinstance(value, types.WrapperDescriptorType):
         return getattr(value, "__objclass__", None) in (torch._C.TensorBase, torch.Tensor)
-    module = getattr(value, "__module__", None) or ""
-    if module.split(".")[0] == "torch":
+    module = getattr(value, "__module__", None)
+    if isinstance(module, str) and module.split(".")[0] == "torch":
         return True
     owner = getattr(value, "__self__", None)
     return isinstance(owner, types.ModuleType) and owner.__name__.startswith("torch")
@@ -126,7 +135,8 @@ def wrap_value(tx, value: Any, source: Source | None) -> VariableTracker:
         known = tx.output.side_effects.tracked_variable(value, source)
         if known is not None:
             return known
-    if type(value) in (tuple, list) or (isinstance(value, tuple) and hasattr(type(value), "_fields")):
+    if type(value) in (tuple, list) or (isinstance(value, tuple) and hasattr(type(value), "_fields")
+                                        and not overrides_tuple_protocol(type(value))):
         guard(type_is(type(value)))
         guard(len_is(len(value)))
         items = [wrap_value(tx, v, ItemSource(source, i) if source is not None else None)
@@ -139,9 +149,10 @@ def wrap_value(tx, value: Any, source: Source | None) -> VariableTracker:
             raise unsupported("dict with keys other than str/int")
         guard(type_is(dict))
         guard(len_is(len(value)))
-        return _tracked(tx, value, DictVariable(
-            {k: wrap_value(tx, v, ItemSource(source, k) if source is not None else None)
-             for k, v in value.items()}, source=source))
+        var = DictVariable({k: wrap_value(tx, v, ItemSource(source, k) if source is not None else None)
+                            for k, v in value.items()}, source=source)
+        var.order_guard = OrderGuard(tx, source, value.keys()) if source is not None else None
+        return _tracked(tx, value, var)
     if type(value) in (set, frozenset) and all(is_plain_constant(v) for v in value):
         if type(value) is frozenset:
             guard(equals(value))
@@ -175,7 +186,9 @@ def wrap_value(tx, value: Any, source: Source | None) -> VariableTracker:
                 for i, a in enumerate(value.args)]
         kwargs = {k: wrap_value(tx, v, ItemSource(AttrSource(source, "keywords"), k) if source else None)
                   for k, v in value.keywords.items()}
-        return PartialVariable(fn, args, kwargs, source)
+        partial = PartialVariable(fn, args, kwargs, source)
+        partial.instance_dict = value.__dict__  # for hasattr (guarded there)
+        return partial
     grad_mode = _grad_mode_exited(value) if isinstance(value, types.MethodType) else None
     if grad_mode is not None:
         # The exit of a with-block entered before a graph break (graph_break.py).
@@ -232,12 +245,31 @@ def wrap_value(tx, value: Any, source: Source | None) -> VariableTracker:
         return ClassVariable(value, source)
     if value is math.inf or value is operator:
         return ConstantVariable(value)
+    if type(value) is weakref.ReferenceType and source is not None:
+        guard(type_is(weakref.ReferenceType))
+        return ExternalWeakRefVariable(source)
     if callable(value) and not hasattr(value, "__dict__"):
         raise unsupported(f"callable of type {type(value).__qualname__}")
     if source is None:
         raise unsupported(f"object of type {type(value).__qualname__} without a source")
+    if _in_function_constants(source):
+        # a default or closure constant of a function (sentinels such as dataclasses'
+        # _HAS_DEFAULT_FACTORY): pinned, so ``is`` between two paths to it is decidable
+        guard(id_is(value))
+        sentinel = UserObjectVariable(value, source)
+        sentinel.identity_guarded = True
+        return _tracked(tx, value, sentinel, pinned=True)
     guard(type_is(type(value)))
     return _tracked(tx, value, UserObjectVariable(value, source))
+
+
+def _in_function_constants(source: Source | None) -> bool:
+    """``source`` reads a function's defaults or closure cells (fixed by the function)."""
+    while isinstance(source, (AttrSource, ItemSource)):
+        if isinstance(source, AttrSource) and source.attr in ("__defaults__", "__kwdefaults__", "__closure__"):
+            return True
+        source = source.base
+    return False
 
 
 def _tracked(tx, value: Any, var: VariableTracker, pinned: bool = False) -> VariableTracker:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import types
+import weakref
 
 import torch
 
@@ -32,11 +33,15 @@ from .variables.containers import (
     IteratorVariable,
     ListIteratorVariable,
     ListVariable,
+    SetVariable,
     TupleVariable,
 )
+from .variables.dict_views import VIEW_METHODS, DictIteratorVariable, DictViewVariable, advanced
 from .variables.functions import NestedFunctionVariable, UserMethodVariable
+from .variables.iterators import LazyIteratorVariable
 from .variables.misc import ExceptionVariable
 from .variables.tensor import TensorMethodVariable, TensorVariable
+from .variables.user_objects import NewObjectVariable, WeakRefVariable, rebuild_object, set_attributes
 
 
 class OutputPlanBuilder:
@@ -67,10 +72,17 @@ class OutputPlanBuilder:
             return self._shared_plan(value)
         if isinstance(value, ConstantVariable):
             return _constant_plan(value.value)
+        container_part = self._view_or_iterator(value)
+        if container_part is not None:
+            return container_part
         if value.source is not None:
             return FromSource(value.source)
         if value.is_python_constant():
             return Constant(value.as_python_constant())
+        if isinstance(value, NewObjectVariable):
+            return self._shared_plan(value, self._object_plan)  # one object, as in eager
+        if isinstance(value, WeakRefVariable):
+            return self._shared_plan(value, lambda ref: Call(Constant(weakref.ref), [self.plan(ref.referent)]))
         rebuilt = self._rebuild_callable_or_iterator(value)
         if rebuilt is not None:
             return rebuilt
@@ -100,8 +112,30 @@ class OutputPlanBuilder:
         if isinstance(value, ListVariable):
             return BuildList([self.plan(item) for item in value.items])
         assert isinstance(value, DictVariable), value.describe()
-        return BuildDict([(Constant(k), self.plan(v)) for k, v in value.items.items()])
+        return value.rebuilt(BuildDict([(Constant(k), self.plan(v)) for k, v in value.items.items()]), self.plan)
 
+
+    def _view_or_iterator(self, value: VariableTracker) -> OutputPlan | None:
+        """Dict views of the rebuilt dict, and iterators rebuilt in their state (one
+        object, shared by every place that holds it)."""
+        if isinstance(value, DictViewVariable):
+            return Call(Constant(VIEW_METHODS[value.kind]), [self.plan(value.dict_var)])
+        if isinstance(value, LazyIteratorVariable):
+            return self._shared_plan(value, lambda lazy: lazy.rebuild(self.plan))
+        if isinstance(value, DictIteratorVariable):
+            return self._shared_plan(value, self._dict_iterator_plan)
+        if hasattr(value, "rebuilt_plan"):  # a deque the frame made
+            return self._shared_plan(value, lambda made: made.rebuilt_plan(self.plan))
+        if isinstance(value, SetVariable) and value.source is None:  # a new set per call
+            return self._shared_plan(value, lambda s: Call(Constant(set), [Constant(tuple(s.items))]))
+        return None
+
+    def _dict_iterator_plan(self, value: DictIteratorVariable) -> OutputPlan:
+        if value.finished:  # exhausted for good, like CPython's
+            return Call(Constant(iter), [Call(Constant(VIEW_METHODS[value.kind]), [BuildDict([])])])
+        view = Call(Constant(VIEW_METHODS[value.kind]), [self.plan(value.dict_var)])
+        fresh = Call(Constant(reversed if value.reverse else iter), [view])
+        return Call(Constant(advanced), [fresh, Constant(value.index)])
 
     def _rebuild_callable_or_iterator(self, value: VariableTracker) -> OutputPlan | None:
         """Values only seen mid-frame (a graph break's stack): bound methods, iterators,
@@ -130,15 +164,25 @@ class OutputPlanBuilder:
             return self._shared_plan(value, self._function_plan)  # one function, as in eager
         return None
 
+    def _object_plan(self, value: NewObjectVariable) -> OutputPlan:
+        # the class, then its attributes in insertion order (user_objects.rebuild_object)
+        return Call(Constant(rebuild_object), [Constant(value.cls), Constant(tuple(value.attrs)),
+                                               BuildTuple([self.plan(v) for v in value.attrs.values()])])
+
     def _function_plan(self, value: NestedFunctionVariable) -> OutputPlan:
         defaults = BuildTuple([self.plan(d) for d in value.defaults]) if value.defaults \
             else Constant(None)
         closure = BuildTuple([FrameCell(self.frame_cells[id(c)]) for c in value.closure]) \
             if value.closure else Constant(None)
         # globals() called by the rewritten frame is the frame's own globals dict.
-        return Call(Constant(types.FunctionType),
-                    [Constant(value.code), Call(Constant(globals)), Constant(value.code.co_name),
-                     defaults, closure])
+        function = Call(Constant(types.FunctionType),
+                        [Constant(value.code), Call(Constant(globals)), Constant(value.code.co_name),
+                         defaults, closure])
+        if not value.attrs:
+            return function
+        # then the attributes the frame set (functools.wraps), in order
+        return Call(Constant(set_attributes), [function, Constant(tuple(value.attrs)),
+                                               BuildTuple([self.plan(v) for v in value.attrs.values()])])
 
 
 def _constant_plan(value) -> OutputPlan:

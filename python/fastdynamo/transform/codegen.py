@@ -230,10 +230,13 @@ class _Emitter:
                 create_instruction("STORE_SUBSCR")]
 
     def replace_dict(self, effect: ReplaceDict) -> list[Instruction]:
-        # dict.clear / dict.update as constants: the target is an exact dict (guarded).
-        return [*self.plan(Call(Constant(dict.clear), [effect.obj])), create_instruction("POP_TOP"),
-                *self.plan(Call(Constant(dict.update), [effect.obj, effect.value])),
-                create_instruction("POP_TOP")]
+        # dict.clear / dict.pop / dict.update as constants: the target is an exact dict (guarded).
+        removals = [Call(Constant(dict.clear), [effect.obj])] if effect.deleted is None else \
+            [Call(Constant(dict.pop), [effect.obj, Constant(key), Constant(None)]) for key in effect.deleted]
+        code = []
+        for call in [*removals, Call(Constant(dict.update), [effect.obj, effect.value])]:
+            code += [*self.plan(call), create_instruction("POP_TOP")]
+        return code
 
 
 _SOURCE_RULES = {
@@ -342,7 +345,7 @@ def transformed_code(original: CodeType, *, compiled_fn_name: str,
     first line; it has no cell variables and is never a generator. Every instruction
     is attributed to ``lineno`` (default: the first line of the body), so an error
     raised by the compiled callable shows the user's file and function. With a
-    ``fallback`` (:mod:`fastdynamo.fallback`), an exception raised by the graph call
+    ``fallback`` (:mod:`fastdynamo.transform.fallback`), an exception raised by the graph call
     runs the frame again as Python, in ``grad_mode`` (the frame's). See the module docstring for an example.
     """
     from .fallback import protect

@@ -9,14 +9,19 @@ with the caller's symbolic arguments, so the callee's tensor ops land in the sam
 """
 from __future__ import annotations
 
+import functools
 import types
 from typing import Any
 
 from ...bytecode import version
 from ...exc import unsupported
+from ...guards import len_is
 from ...guards.sources import AttrSource, ClosureSource, ItemSource
 from .base import VariableTracker
 from .constant import ConstantVariable
+
+# What functools.update_wrapper may set on a function made by the frame.
+WRAPPER_ATTRIBUTES = frozenset(functools.WRAPPER_ASSIGNMENTS) | {"__wrapped__"}
 
 
 class CellVariable(VariableTracker):
@@ -129,8 +134,15 @@ class UserFunctionVariable(BaseFunctionVariable):
                            self.fn.__globals__, globals_source, self.fn.__qualname__)
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
+        from ..builder import wrap_value
+
         if name in ("__name__", "__qualname__", "__module__", "__doc__"):
-            return ConstantVariable(getattr(self.fn, name))
+            value = getattr(self.fn, name)
+            return wrap_value(tx, value, AttrSource(self.source, name)) if self.source is not None \
+                else ConstantVariable(value)
+        if name in self.fn.__dict__ and self.source is not None:
+            # an attribute of the function's own (``__wrapped__``, user flags): read through it
+            return wrap_value(tx, self.fn.__dict__[name], AttrSource(self.source, name))
         raise unsupported(f"attribute {name!r} of function {self.fn.__qualname__}")
 
     def describe(self) -> str:
@@ -150,9 +162,23 @@ class NestedFunctionVariable(BaseFunctionVariable):
         self.closure = closure
         self.f_globals = f_globals
         self.globals_source = globals_source
+        # attributes set by the frame (``functools.wraps``, ``fn.attr = v``), in order
+        self.attrs: dict[str, VariableTracker] = {}
 
     def python_type(self) -> type:
         return types.FunctionType
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        if name in self.attrs:
+            return self.attrs[name]
+        if name in ("__name__", "__qualname__"):
+            return ConstantVariable(self.code.co_name if name == "__name__" else self.qualname)
+        raise unsupported(f"attribute {name!r} of function {self.qualname} made by the frame")
+
+    def store_attr(self, tx, name: str, value: VariableTracker) -> None:
+        if name.startswith("__") and name not in WRAPPER_ATTRIBUTES:
+            raise unsupported(f"assignment to {name} of a function made by the frame")
+        self.attrs[name] = value
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
         cells = dict(zip(self.code.co_freevars, self.closure, strict=True))
@@ -189,6 +215,10 @@ class PartialVariable(VariableTracker):
         self.args = list(args)
         self.kwargs = dict(kwargs)
         self.source = source
+        self.instance_dict: dict = {}
+
+    def python_type(self) -> type:
+        return functools.partial
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
         return self.fn.call_function(tx, [*self.args, *args], {**self.kwargs, **kwargs})
@@ -206,3 +236,41 @@ class PartialVariable(VariableTracker):
 
     def describe(self) -> str:
         return f"PartialVariable({self.fn.describe()})"
+
+
+def update_wrapper(tx, wrapper: VariableTracker, wrapped: VariableTracker,
+                   assigned: tuple, updated: tuple) -> VariableTracker:
+    """``functools.update_wrapper(wrapper, wrapped)`` for a wrapper made by the frame:
+    the wrapped function's name, doc, module... copied onto it, and ``__wrapped__``."""
+    from ..builder import is_plain_constant, wrap_value
+
+    if not isinstance(wrapper, NestedFunctionVariable) or tuple(updated) not in ((), ("__dict__",)):
+        raise unsupported("functools.update_wrapper on something other than a function made by the frame")
+    real = wrapped.fn if isinstance(wrapped, UserFunctionVariable) else wrapped.as_python_constant()
+    source = wrapped.source
+    if updated and getattr(real, "__dict__", {}):
+        raise unsupported("functools.wraps of a function with attributes of its own")
+    if updated and source is not None and isinstance(getattr(real, "__dict__", None), dict):
+        tx.output.add_guard(AttrSource(source, "__dict__"), len_is(0))
+    for name in assigned:
+        try:
+            value = getattr(real, name)
+        except AttributeError:
+            continue
+        attr_source = AttrSource(source, name) if source is not None else None
+        if not is_plain_constant(value) and type(value) is not dict:
+            raise unsupported(f"functools.wraps copying a {type(value).__name__} {name}")
+        wrapper.attrs[name] = wrap_value(tx, value, attr_source) if attr_source is not None \
+            else _constant_value(value)
+    wrapper.attrs["__wrapped__"] = wrapped
+    return wrapper
+
+
+def _constant_value(value: Any) -> VariableTracker:
+    from .containers import DictVariable
+
+    if type(value) is dict:
+        if value:
+            raise unsupported("functools.wraps copying annotations without a source")
+        return DictVariable({})
+    return ConstantVariable(value)

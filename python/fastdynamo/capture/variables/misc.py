@@ -10,9 +10,18 @@ import types
 from typing import Any
 
 from ...exc import unsupported
-from ...guards import type_is
-from ...guards.sources import AttrSource
+from ...guards import id_is, type_is
+from ...guards.sources import AttrSource, TypeSource
+from .attributes import (
+    MISSING,
+    generic_setattr_target,
+    instance_getattr,
+    method_source,
+    property_set,
+    type_lookup,
+)
 from .base import VariableTracker
+from .special_calls import SpecialMethodCalls
 
 # Modules whose members are trusted not to be monkey-patched: their attributes are
 # wrapped without a source (no guard per function on every call).
@@ -78,15 +87,36 @@ class ClassVariable(VariableTracker):
             return ExceptionVariable(self.cls, [a.as_python_constant() for a in args])
         if self.cls in (slice, range, complex) and constant_args:
             return wrap_constant_result(self.cls(*[a.as_python_constant() for a in args]))
-        raise unsupported(f"constructing an instance of {self.cls.__qualname__}")
+        from .user_objects import construct
+
+        return construct(tx, self.cls, self.source, args, kwargs)
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
+        """``cls.name``: functions and static methods as themselves, class methods bound
+        to the class; ``object.__setattr__``/``__init__`` are modelled calls."""
         from ..builder import wrap_value
+        from .functions import UserFunctionVariable, UserMethodVariable
+        from .user_objects import ModelledCallVariable, object_init, object_new, object_setattr
 
-        value = getattr(self.cls, name)
-        if isinstance(value, (types.FunctionType, staticmethod, classmethod, property)):
-            raise unsupported(f"class attribute {self.cls.__qualname__}.{name}")
-        return wrap_value(tx, value, AttrSource(self.source, name) if self.source else None)
+        modelled = {"__setattr__": object_setattr, "__init__": object_init, "__new__": object_new}
+        if self.cls is object and name in modelled:
+            return ModelledCallVariable(modelled[name], f"object.{name}")
+        source = AttrSource(self.source, name) if self.source else None
+        attr = type_lookup(self.cls, name)
+        if isinstance(attr, classmethod) and isinstance(attr.__func__, types.FunctionType):
+            fn_source = AttrSource(source, "__func__") if source else None
+            if fn_source is not None:
+                tx.output.add_guard(fn_source, id_is(attr.__func__))
+            return UserMethodVariable(UserFunctionVariable(attr.__func__, fn_source), self)
+        if isinstance(attr, (staticmethod, types.FunctionType)):
+            return wrap_value(tx, getattr(self.cls, name), source)
+        if attr is not MISSING and hasattr(type(attr), "__get__"):
+            raise unsupported(f"class attribute {self.cls.__qualname__}.{name} of kind {type(attr).__name__}")
+        try:
+            value = getattr(self.cls, name)
+        except AttributeError as err:
+            raise unsupported(f"class {self.cls.__qualname__} has no attribute {name!r}") from err
+        return wrap_value(tx, value, source)
 
     def describe(self) -> str:
         return f"ClassVariable({self.cls.__qualname__})"
@@ -107,10 +137,13 @@ class ExceptionVariable(VariableTracker):
         return f"{self.cls.__name__}({', '.join(repr(a) for a in self.args)})"
 
 
-class UserObjectVariable(VariableTracker):
+class UserObjectVariable(SpecialMethodCalls, VariableTracker):
     """An instance of a user class: data attributes are read for real and guarded on
     their source; methods are inlined with ``self`` bound. Attribute stores are side
-    effects (:mod:`fastdynamo.capture.side_effects`), seen by later reads."""
+    effects (:mod:`fastdynamo.capture.side_effects`), seen by later reads.
+    ``identity_guarded`` when its source is guarded by identity (``is`` is decidable)."""
+
+    identity_guarded = False
 
     def __init__(self, value: Any, source=None):
         self.value = value
@@ -120,44 +153,91 @@ class UserObjectVariable(VariableTracker):
         return type(self.value)
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
+        cls = type(self.value)
+        class_source = TypeSource(self.source) if self.source is not None else None
+        return instance_getattr(tx, self, cls, name, lambda attr: self._own(tx, attr), self.source,
+                                class_source, guard_absent=lambda: self._guard_dict(tx, name))
+
+    def _own(self, tx, name: str) -> VariableTracker | None:
+        """The instance's own ``name`` (dict entry or slot), or None when it has none."""
         from ..builder import wrap_value
-        from .functions import UserFunctionVariable, UserMethodVariable
 
         pending = tx.output.side_effects.load_attr(self.value, name)
         if pending is not None:
-            return pending  # the instance dict wins over non-data descriptors (methods)
-        cls = type(self.value)
-        class_attr = _lookup_class(cls, name)
-        if isinstance(class_attr, types.FunctionType):
-            return UserMethodVariable(UserFunctionVariable(class_attr), self)
-        if isinstance(class_attr, property) and isinstance(class_attr.fget, types.FunctionType):
-            return UserFunctionVariable(class_attr.fget).call_function(tx, [self], {})
-        if class_attr is not None and not _is_plain_data(class_attr) and name not in getattr(self.value, "__dict__", {}):
-            raise unsupported(f"attribute {cls.__qualname__}.{name} of kind {type(class_attr).__name__}")
+            return pending
+        try:
+            instance_dict = object.__getattribute__(self.value, "__dict__")
+        except AttributeError:
+            instance_dict = {}
+        slot = isinstance(type_lookup(type(self.value), name), types.MemberDescriptorType)
+        if name not in instance_dict and not (slot and _slot_is_set(self.value, name)):
+            return None
         if self.source is None:
             raise unsupported(f"attribute {name!r} of an object built during the trace")
-        try:
-            value = getattr(self.value, name)
-        except AttributeError as err:
-            raise unsupported(f"{cls.__qualname__} object has no attribute {name!r}") from err
+        value = instance_dict[name] if name in instance_dict else getattr(self.value, name)
         return wrap_value(tx, value, AttrSource(self.source, name))
 
+    def _guard_dict(self, tx, name: str) -> None:
+        """The lookup fell through to ``__getattr__``: ``name`` must stay out of the
+        instance dict for that to hold on later calls."""
+        from .attributes import guard_key
+
+        if self.source is not None and type(getattr(self.value, "__dict__", None)) is dict:
+            guard_key(tx, AttrSource(self.source, "__dict__"), name, False)
+
     def store_attr(self, tx, name: str, value: VariableTracker) -> None:
+        """``obj.name = value``: the class's own ``__setattr__`` is inlined when it is a
+        Python function; otherwise ``object.__setattr__``."""
+        cls = type(self.value)
+        setter = type_lookup(cls, "__setattr__")
+        if isinstance(setter, types.FunctionType):
+            from .constant import ConstantVariable
+            from .functions import UserFunctionVariable
+
+            source = method_source(None, TypeSource(self.source) if self.source else None, "__setattr__")
+            if source is not None:
+                tx.output.add_guard(source, id_is(setter))
+            UserFunctionVariable(setter, source).call_function(tx, [self, ConstantVariable(name), value], {})
+            return
+        if setter is not OBJECT_SETATTR:
+            raise unsupported(f"assignment to {cls.__qualname__}.{name}: __setattr__ of kind "
+                              f"{type(setter).__name__}")
+        self.generic_store_attr(tx, name, value)
+
+    def generic_store_attr(self, tx, name: str, value: VariableTracker) -> None:
+        """``object.__setattr__(obj, name, value)``."""
         from ..side_effects import where_of
 
         cls = type(self.value)
         if self.source is None:
             raise unsupported(f"assignment to attribute {name!r} of an object without a source")
-        if cls.__setattr__ is not object.__setattr__ or cls.__getattribute__ is not object.__getattribute__:
-            raise unsupported(f"assignment to {cls.__qualname__}.{name}: the class customises "
-                              "attribute access (side effect)")
-        if is_data_descriptor(_lookup_class(cls, name)) or not hasattr(self.value, "__dict__"):
-            raise unsupported(f"assignment to {cls.__qualname__}.{name}, a descriptor or slot "
+        target = generic_setattr_target(cls, name)
+        if isinstance(target, property):
+            property_set(tx, self, cls, name, target, value, TypeSource(self.source))
+            return
+        if type_lookup(cls, "__setattr__") is not OBJECT_SETATTR:
+            # the replayed store (STORE_ATTR) would run the class's __setattr__ again
+            raise unsupported(f"object.__setattr__ on {cls.__qualname__}, whose class customises "
+                              "__setattr__ (side effect)")
+        slot = isinstance(target, types.MemberDescriptorType)
+        if target is not MISSING and not slot or target is MISSING and not hasattr(self.value, "__dict__"):
+            raise unsupported(f"assignment to {cls.__qualname__}.{name}, a descriptor or missing slot "
                               "(side effect)")
         tx.output.side_effects.store_attr(self, self.value, name, value, where=where_of(tx))
 
     def describe(self) -> str:
         return f"UserObjectVariable({type(self.value).__qualname__})"
+
+
+OBJECT_SETATTR = object.__dict__["__setattr__"]
+
+
+def _slot_is_set(obj: Any, name: str) -> bool:
+    try:
+        getattr(obj, name)
+    except AttributeError:
+        return False
+    return True
 
 
 def _lookup_class(cls: type, name: str) -> Any:

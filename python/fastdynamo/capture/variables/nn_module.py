@@ -12,14 +12,21 @@ source; submodules are guarded by identity.
 from __future__ import annotations
 
 import types
-from collections.abc import Sized
 from typing import Any
 
 import torch
 
 from ...exc import unsupported
 from ...guards import len_is
-from ...guards.sources import AttrSource, ItemSource
+from ...guards.sources import AttrSource, ItemSource, TypeSource
+from .attributes import (
+    MISSING,
+    class_attribute,
+    has_custom_getattribute,
+    is_data_descriptor,
+    property_get,
+    type_lookup,
+)
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .misc import _lookup_class
@@ -52,13 +59,30 @@ class NNModuleVariable(VariableTracker):
         return ItemSource(AttrSource(self.source, table), name)
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
+        """Python's order (:mod:`.attributes`): data descriptors on the class, the
+        instance dict, class attributes, then ``nn.Module.__getattr__`` (parameters,
+        buffers, submodules): a method named like a submodule wins, as in eager."""
         from ..builder import wrap_value
-        from .functions import UserFunctionVariable, UserMethodVariable
 
         module = self.module
         pending = tx.output.side_effects.load_attr(module, name)
         if pending is not None:
             return pending
+        cls = type(module)
+        if has_custom_getattribute(cls):
+            raise unsupported(f"{cls.__qualname__} customises __getattribute__")
+        class_attr = type_lookup(cls, name)
+        class_source = TypeSource(self.source) if self.source is not None else None
+        if class_attr is not MISSING and is_data_descriptor(class_attr):
+            if isinstance(class_attr, property):
+                return property_get(tx, self, cls, name, class_attr, class_source)
+            raise unsupported(f"attribute {cls.__qualname__}.{name} of kind {type(class_attr).__name__}")
+        if name in module.__dict__:
+            return wrap_value(tx, module.__dict__[name], self._child_source(name))
+        if class_attr is not MISSING:
+            return class_attribute(tx, self, cls, name, class_attr, self.source, class_source)
+        if type_lookup(cls, "__getattr__") is not torch.nn.Module.__getattr__:
+            raise unsupported(f"{cls.__qualname__} customises __getattr__")
         for table in ("_parameters", "_buffers", "_modules"):
             entries = module.__dict__.get(table, {})
             if name in entries:
@@ -68,19 +92,7 @@ class NNModuleVariable(VariableTracker):
                         tx.output.add_guard(self._table_source(table, name), ("is_none",))
                     return ConstantVariable(None)
                 return wrap_value(tx, value, self._table_source(table, name))
-        if name in module.__dict__:
-            return wrap_value(tx, module.__dict__[name], self._child_source(name))
-        class_attr = _lookup_class(type(module), name)
-        if isinstance(class_attr, types.FunctionType):
-            return UserMethodVariable(UserFunctionVariable(class_attr), self)
-        if isinstance(class_attr, property) and isinstance(class_attr.fget, types.FunctionType):
-            return UserFunctionVariable(class_attr.fget).call_function(tx, [self], {})
-        if class_attr is None:
-            raise unsupported(f"{type(module).__qualname__} has no attribute {name!r}")
-        if isinstance(class_attr, (staticmethod, classmethod)) or hasattr(type(class_attr), "__get__"):
-            raise unsupported(f"attribute {type(module).__qualname__}.{name} of kind {type(class_attr).__name__}")
-        # A class-level constant (e.g. __constants__ or a default); guard it where it is read.
-        return wrap_value(tx, getattr(module, name), self._child_source(name))
+        raise unsupported(f"{cls.__qualname__} has no attribute {name!r}")
 
     def store_attr(self, tx, name: str, value: VariableTracker) -> None:
         """``self.name = value`` through ``nn.Module.__setattr__``: plain attributes and
@@ -110,6 +122,21 @@ class NNModuleVariable(VariableTracker):
         tx.output.side_effects.store_attr(self, module, name, value, pinned=True, where=where_of(tx))
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
+        """``module(*args)``: the class's own ``__call__`` when it overrides it (inlined;
+        ``super().__call__`` comes back to :meth:`call_module`), else the module call path."""
+        cls = type(self.module)
+        override = type_lookup(cls, "__call__")
+        if override is not torch.nn.Module.__call__:
+            if not isinstance(override, types.FunctionType):
+                raise unsupported(f"{cls.__qualname__}.__call__ of kind {type(override).__name__}")
+            class_source = TypeSource(self.source) if self.source is not None else None
+            return class_attribute(tx, self, cls, "__call__", override, None, class_source) \
+                .call_function(tx, args, kwargs)
+        return self.call_module(tx, args, kwargs)
+
+    def call_module(self, tx, args, kwargs) -> VariableTracker:
+        """``nn.Module.__call__``: no hooks (guarded), then ``self.forward`` looked up as
+        Python does (a ``forward`` patched on the instance is called, and guarded)."""
         module = self.module
         if (module._forward_hooks or module._forward_pre_hooks or module._backward_hooks
                 or _global_hooks_installed()):
@@ -118,9 +145,7 @@ class NNModuleVariable(VariableTracker):
             # hooks added later must invalidate the entry
             tx.output.add_guard(AttrSource(self.source, "_forward_hooks"), len_is(0))
             tx.output.add_guard(AttrSource(self.source, "_forward_pre_hooks"), len_is(0))
-        if "forward" in module.__dict__:
-            raise unsupported(f"{type(module).__qualname__}.forward replaced on the instance")
-        return self.call_method(tx, "forward", args, kwargs)
+        return self.var_getattr(tx, "forward").call_function(tx, args, kwargs)
 
     def call_method(self, tx, name, args, kwargs) -> VariableTracker:
         from .containers import TupleVariable
@@ -128,6 +153,10 @@ class NNModuleVariable(VariableTracker):
         if name in ("parameters", "buffers", "named_parameters", "children", "modules"):
             raise unsupported(f"{type(self.module).__qualname__}.{name}() inside a compiled frame")
         if isinstance(self.module, torch.nn.ModuleDict):
+            from .dict_order import guard_module_table
+
+            if name in ("keys", "values", "items"):
+                guard_module_table(tx, self.source, self.module, "_modules")
             if name == "keys":
                 return TupleVariable([ConstantVariable(k) for k in self.module.keys()])
             if name == "values":
@@ -135,29 +164,39 @@ class NNModuleVariable(VariableTracker):
             if name == "items":
                 return TupleVariable([TupleVariable([ConstantVariable(k), v])
                                       for k, v in zip(self.module.keys(), self._submodules(tx), strict=True)])
-        if name == "__len__" and isinstance(self.module, Sized):
+        if name == "__len__" and isinstance(self.module, _MODULE_CONTAINERS):
+            from .dict_order import guard_module_length
+
+            guard_module_length(tx, self.source, self.module)  # ModuleList.append after a call
             return ConstantVariable(len(self.module))
         return self.var_getattr(tx, name).call_function(tx, args, kwargs)
 
     def _submodules(self, tx) -> list[VariableTracker]:
         from ..builder import wrap_value
+        from .dict_order import guard_module_table
+
+        guard_module_table(tx, self.source, self.module, "_modules")
 
         return [wrap_value(tx, mod, self._table_source("_modules", key)) for key, mod in self.module._modules.items()]
 
     def unpack_var_sequence(self, tx) -> list[VariableTracker]:
         if isinstance(self.module, torch.nn.ModuleDict):
+            from .dict_order import guard_module_table
+
+            guard_module_table(tx, self.source, self.module, "_modules")
             return [ConstantVariable(k) for k in self.module.keys()]
         if isinstance(self.module, (torch.nn.ModuleList, torch.nn.Sequential)):
             return self._submodules(tx)
         if isinstance(self.module, (torch.nn.ParameterList,)):
             from ..builder import wrap_value
+            from .dict_order import guard_module_table
 
+            guard_module_table(tx, self.source, self.module, "_parameters")
             return [wrap_value(tx, p, self._table_source("_parameters", k)) for k, p in self.module._parameters.items()]
         raise unsupported(f"iterating over {type(self.module).__qualname__}")
 
     def getitem(self, tx, index) -> VariableTracker:
         from ..builder import wrap_value
-        from .containers import TupleVariable
 
         key = index.as_python_constant()
         module = self.module
@@ -166,13 +205,55 @@ class NNModuleVariable(VariableTracker):
         if isinstance(module, (torch.nn.ModuleList, torch.nn.Sequential, torch.nn.ParameterList)):
             items = self.unpack_var_sequence(tx)
             if isinstance(key, slice):
-                return TupleVariable(items[key])
+                if type(module) not in (torch.nn.ModuleList, torch.nn.Sequential):
+                    raise unsupported(f"slicing a {type(module).__qualname__}")
+                return ModuleSliceVariable(type(module), items[key])
             return items[key]
         raise unsupported(f"indexing {type(module).__qualname__}")
 
     def describe(self) -> str:
         return f"NNModuleVariable({type(self.module).__qualname__})"
 
+
+class ModuleSliceVariable(VariableTracker):
+    """``seq[a:b]`` of a Sequential or ModuleList: eager builds a new container of the
+    same class over the same submodules; here it is those submodules, callable (a
+    Sequential chains them), iterable and indexable. It cannot leave the frame."""
+
+    def __init__(self, cls: type, items: list[VariableTracker]):
+        self.cls = cls
+        self.items = list(items)
+
+    def python_type(self) -> type:
+        return self.cls
+
+    def unpack_var_sequence(self, tx) -> list[VariableTracker]:
+        return list(self.items)
+
+    def getitem(self, tx, index) -> VariableTracker:
+        key = index.as_python_constant()
+        if isinstance(key, slice):
+            return ModuleSliceVariable(self.cls, self.items[key])
+        return self.items[key]
+
+    def call_method(self, tx, name, args, kwargs) -> VariableTracker:
+        if name == "__len__" and not args and not kwargs:
+            return ConstantVariable(len(self.items))
+        raise unsupported(f"{self.cls.__qualname__}.{name} on a slice made by the frame")
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        if self.cls is not torch.nn.Sequential or len(args) != 1 or kwargs:
+            raise unsupported(f"calling a {self.cls.__qualname__} slice")
+        value = args[0]
+        for module in self.items:  # Sequential.forward
+            value = module.call_function(tx, [value], {})
+        return value
+
+    def describe(self) -> str:
+        return f"ModuleSliceVariable({self.cls.__qualname__}, {len(self.items)})"
+
+
+_MODULE_CONTAINERS = (torch.nn.ModuleList, torch.nn.Sequential, torch.nn.ModuleDict, torch.nn.ParameterList)
 
 # Names every module has in its __dict__ (tables, hooks, flags); ``training`` is a
 # plain attribute and may be assigned.

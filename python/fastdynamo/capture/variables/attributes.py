@@ -1,0 +1,259 @@
+"""Attribute lookup on instances in Python's own order.
+
+``object.__getattribute__`` resolves ``obj.name`` as: a **data descriptor** found on the
+type (property, ``__slots__`` member, getset such as ``__class__``) > the **instance
+``__dict__``** > a **non-data descriptor or plain class attribute** (functions become bound
+methods, ``staticmethod``, ``classmethod``) > the type's **``__getattr__``** (for modules,
+``nn.Module.__getattr__`` finds parameters, buffers and submodules). The trackers of user
+objects and modules walk these steps with the helpers here, so a class method named like
+a submodule wins, as it does in eager.
+
+Every decision that depends on the instance is guarded where the frame can reach it
+again: a method is guarded as ``obj.name.__func__ is fn`` (fails when the instance dict
+shadows it, e.g. ``m.forward = f`` after the first call, or when the class attribute is
+replaced), a plain class attribute through ``obj.name`` itself.
+
+>>> class A:
+...     x = 1
+...     def f(self): pass
+>>> type_lookup(A, "x"), type_lookup(A, "missing") is MISSING
+(1, True)
+"""
+from __future__ import annotations
+
+import types
+from typing import Any
+
+from ...exc import unsupported
+from ...guards import id_is
+from ...guards.sources import AttrSource, Source, TypeSource
+from .base import VariableTracker
+
+MISSING = object()
+
+
+def type_lookup(cls: type, name: str) -> Any:
+    """``name`` on ``cls``'s MRO without invoking descriptors (``_PyType_Lookup``)."""
+    for klass in cls.__mro__:
+        if name in klass.__dict__:
+            return klass.__dict__[name]
+    return MISSING
+
+
+def is_data_descriptor(value: Any) -> bool:
+    """A class attribute that wins over the instance dict (it defines ``__set__`` or
+    ``__delete__``: property, slot member, ``__dict__``/``__class__`` getset)."""
+    return hasattr(type(value), "__set__") or hasattr(type(value), "__delete__")
+
+
+def has_custom_getattribute(cls: type) -> bool:
+    return cls.__getattribute__ is not object.__getattribute__
+
+
+def method_source(instance_source: Source | None, class_source: Source | None,
+                  name: str) -> Source | None:
+    """Where the function behind ``obj.name`` is found again: ``obj.name.__func__``
+    (through the instance, so shadowing it fails the guard), else ``cls.name``."""
+    if instance_source is not None:
+        return AttrSource(AttrSource(instance_source, name), "__func__")
+    if class_source is not None:
+        return AttrSource(class_source, name)
+    return None
+
+
+def class_attribute(tx, owner: VariableTracker, cls: type, name: str, attr: Any,
+                    instance_source: Source | None, class_source: Source | None) -> VariableTracker:
+    """``obj.name`` when the lookup reached the non-data step: ``attr`` was found on
+    ``cls`` (not a data descriptor) and the instance dict does not shadow it."""
+    from ..builder import wrap_value
+    from .functions import UserFunctionVariable, UserMethodVariable
+    from .misc import ClassVariable
+
+    if isinstance(attr, types.FunctionType):
+        source = method_source(instance_source, class_source, name)
+        if source is not None:
+            tx.output.add_guard(source, id_is(attr))
+        return UserMethodVariable(UserFunctionVariable(attr, source), owner)
+    if isinstance(attr, staticmethod) and isinstance(attr.__func__, types.FunctionType):
+        base = instance_source if instance_source is not None else class_source
+        return wrap_value(tx, attr.__func__, AttrSource(base, name) if base is not None else None)
+    if isinstance(attr, classmethod) and isinstance(attr.__func__, types.FunctionType):
+        source = method_source(instance_source, class_source, name)
+        if source is not None:
+            tx.output.add_guard(source, id_is(attr.__func__))
+        cls_source = TypeSource(instance_source) if instance_source is not None else class_source
+        return UserMethodVariable(UserFunctionVariable(attr.__func__, source),
+                                  ClassVariable(cls, cls_source))
+    if hasattr(type(attr), "__get__"):
+        raise unsupported(f"attribute {cls.__qualname__}.{name} of kind {type(attr).__name__}")
+    base = instance_source if instance_source is not None else class_source
+    return wrap_value(tx, attr, AttrSource(base, name) if base is not None else None)
+
+
+def property_get(tx, owner: VariableTracker, cls: type, name: str, prop: property,
+                 class_source: Source | None) -> VariableTracker:
+    """``obj.name`` for a property: its getter, inlined with ``self`` bound."""
+    from .functions import UserFunctionVariable
+
+    if not isinstance(prop.fget, types.FunctionType):
+        raise unsupported(f"property {cls.__qualname__}.{name} without a Python getter")
+    return UserFunctionVariable(prop.fget, _accessor_source(tx, prop, "fget", class_source, name)) \
+        .call_function(tx, [owner], {})
+
+
+def property_set(tx, owner: VariableTracker, cls: type, name: str, prop: property,
+                 value: VariableTracker, class_source: Source | None) -> None:
+    """``obj.name = value`` for a property: its setter, inlined."""
+    from .functions import UserFunctionVariable
+
+    if not isinstance(prop.fset, types.FunctionType):
+        raise unsupported(f"assignment to property {cls.__qualname__}.{name} without a Python setter")
+    UserFunctionVariable(prop.fset, _accessor_source(tx, prop, "fset", class_source, name)) \
+        .call_function(tx, [owner, value], {})
+
+
+def _accessor_source(tx, prop: property, which: str, class_source: Source | None,
+                     name: str) -> Source | None:
+    # ``cls.name`` is the property itself; its getter/setter is guarded by identity.
+    if class_source is None:
+        return None
+    source = AttrSource(AttrSource(class_source, name), which)
+    tx.output.add_guard(source, id_is(getattr(prop, which)))
+    return source
+
+
+def instance_getattr(tx, owner: VariableTracker, cls: type, name: str, own,
+                     instance_source: Source | None, class_source: Source | None,
+                     guard_absent=None) -> VariableTracker:
+    """``obj.name`` through ``object.__getattribute__``'s steps. ``own(name)`` reads the
+    instance's own storage (dict or slot: a pending store, the real value, or None when
+    absent); ``guard_absent()`` guards that the instance dict stays as it is before the
+    lookup falls through to ``__getattr__``."""
+    from .constant import ConstantVariable
+    from .functions import UserFunctionVariable
+    from .misc import ClassVariable
+
+    if has_custom_getattribute(cls):
+        raise unsupported(f"{cls.__qualname__} customises __getattribute__")
+    attr = type_lookup(cls, name)
+    if attr is not MISSING and is_data_descriptor(attr):
+        if isinstance(attr, property):
+            return property_get(tx, owner, cls, name, attr, class_source)
+        if name == "__class__" and attr is object.__dict__["__class__"]:
+            return ClassVariable(cls, class_source)
+        if isinstance(attr, types.MemberDescriptorType):  # a __slots__ member
+            found = own(name)
+            if found is not None:
+                return found
+        raise unsupported(f"attribute {cls.__qualname__}.{name} of kind {type(attr).__name__}")
+    found = own(name)
+    if found is not None:
+        return found
+    if attr is not MISSING:
+        return class_attribute(tx, owner, cls, name, attr, instance_source, class_source)
+    fallback = type_lookup(cls, "__getattr__")
+    if isinstance(fallback, types.FunctionType):
+        if guard_absent is not None:
+            guard_absent()
+        source = method_source(None, class_source, "__getattr__")
+        if source is not None:
+            tx.output.add_guard(source, id_is(fallback))
+        return UserFunctionVariable(fallback, source).call_function(tx, [owner, ConstantVariable(name)], {})
+    raise unsupported(f"{cls.__qualname__} object has no attribute {name!r} (AttributeError)")
+
+
+def generic_setattr_target(cls: type, name: str) -> Any:
+    """What ``object.__setattr__(obj, name, v)`` meets on ``cls``: a data descriptor
+    (property, slot) or MISSING (the instance dict)."""
+    attr = type_lookup(cls, name)
+    return attr if attr is not MISSING and is_data_descriptor(attr) else MISSING
+
+
+def guard_key(tx, dict_source: Source, name: str, present: bool) -> None:
+    """``name in <dict at dict_source>`` stays ``present``: what lets a trace rely on
+    an attribute being absent from an instance dict (or a module's tables)."""
+    from ...guards import contains
+
+    tx.output.add_guard(dict_source, contains(name, present))
+
+
+def has_attribute(tx, obj: VariableTracker, name: str) -> bool:
+    """``hasattr(obj, name)`` for a tracked value, exactly, or Unsupported."""
+    from .functions import PartialVariable, UserFunctionVariable
+    from .misc import UserObjectVariable
+    from .nn_module import NNModuleVariable
+    from .user_objects import NewObjectVariable
+
+    if isinstance(obj, (UserObjectVariable, NewObjectVariable, NNModuleVariable)):
+        return _has_instance_attribute(tx, obj, name)
+    if obj.is_python_constant() and not isinstance(obj, UserFunctionVariable):
+        return hasattr(obj.as_python_constant(), name)
+    cls = obj.python_type()
+    if type_lookup(cls, name) is not MISSING:
+        return True  # a type attribute (slot, method, getset) of a tracked builtin kind
+    if type_lookup(cls, "__getattr__") is not MISSING:
+        raise unsupported(f"hasattr on a {cls.__qualname__}, whose class defines __getattr__")
+    if type_lookup(cls, "__dict__") is MISSING:
+        return False  # no instance dict: the type decides
+    if isinstance(obj, UserFunctionVariable) and obj.source is not None:
+        guard_key(tx, AttrSource(obj.source, "__dict__"), name, name in obj.fn.__dict__)
+        return name in obj.fn.__dict__
+    if isinstance(obj, PartialVariable):
+        if obj.source is None:
+            return False  # made by the frame: its instance dict is empty
+        guard_key(tx, AttrSource(obj.source, "__dict__"), name, name in obj.instance_dict)
+        return name in obj.instance_dict
+    raise unsupported(f"hasattr({obj.describe()}, {name!r}): its instance dict is not tracked")
+
+
+def _has_instance_attribute(tx, obj: VariableTracker, name: str) -> bool:
+    """User objects and modules: found by the modelled lookup (which guards what it
+    read), or absent everywhere the lookup would look (guarded)."""
+    from .misc import UserObjectVariable
+    from .nn_module import NNModuleVariable
+    from .user_objects import NewObjectVariable
+
+    cls = obj.python_type()
+    if isinstance(obj, NewObjectVariable):
+        if name in obj.attrs or type_lookup(cls, name) is not MISSING:
+            obj.var_getattr(tx, name)
+            return True
+        if type_lookup(cls, "__getattr__") is not MISSING or has_custom_getattribute(cls):
+            raise unsupported(f"hasattr on a {cls.__qualname__}, which customises attribute lookup")
+        return False
+    value = obj.value if isinstance(obj, UserObjectVariable) else obj.module  # type: ignore[attr-defined]
+    if _really_has(value, name) is False and tx.output.side_effects.load_attr(value, name) is None:
+        if type_lookup(cls, "__getattr__") not in (MISSING, _MODULE_GETATTR) or has_custom_getattribute(cls):
+            raise unsupported(f"hasattr on a {cls.__qualname__}, which customises attribute lookup")
+        if obj.source is not None:
+            if hasattr(value, "__dict__"):
+                guard_key(tx, AttrSource(obj.source, "__dict__"), name, False)
+            if isinstance(obj, NNModuleVariable):
+                for table in ("_parameters", "_buffers", "_modules"):
+                    guard_key(tx, AttrSource(obj.source, table), name, False)
+        return False
+    obj.var_getattr(tx, name)  # present (or made by the frame): the lookup models it
+    return True
+
+
+def _really_has(value: Any, name: str) -> bool:
+    try:
+        object.__getattribute__(value, name) if not _is_module(value) else getattr(value, name)
+    except AttributeError:
+        return False
+    return True
+
+
+def _is_module(value: Any) -> bool:
+    import torch
+
+    return isinstance(value, torch.nn.Module)
+
+
+def _module_getattr() -> Any:
+    import torch
+
+    return torch.nn.Module.__getattr__
+
+
+_MODULE_GETATTR = _module_getattr()

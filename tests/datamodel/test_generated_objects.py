@@ -1,0 +1,178 @@
+"""Property test: generated programs over user objects, descriptors, ``super()``,
+dataclasses, proxies, modules and function wrappers give eager's results compiled
+(values, types, the state of every argument, exceptions), and keep giving them after
+the arguments change between calls (an attribute added or removed, ``forward`` patched
+on a module), which must recompile rather than reuse a stale entry. Graph breaks are
+allowed; a wrong value, side effect or exception is not. ``--hypothesis-profile=long``
+runs thousands."""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import textwrap
+
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+import fastdynamo
+
+from .object_helpers import same
+
+
+class Base:
+    scale = 2
+
+    def __init__(self, t):
+        self.t = t
+
+    def value(self):
+        return self.t * self.scale
+
+    @property
+    def doubled(self):
+        return self.t * 2
+
+    @doubled.setter
+    def doubled(self, v):
+        self.t = v / 2
+
+    @classmethod
+    def make(cls, t):
+        return cls(t)
+
+
+class Child(Base):
+    def value(self):
+        return super().value() + 1
+
+    def __getattr__(self, name):
+        return len(name)
+
+
+class Slotted:
+    __slots__ = ("u", "w")
+
+    def __init__(self, u):
+        self.u = u
+
+
+class Proxy:
+    def __init__(self, target):
+        object.__setattr__(self, "_target", target)
+
+    def __getattr__(self, name):
+        return getattr(self._target, name)
+
+    def __setattr__(self, name, value):
+        setattr(self._target, name, value)
+
+
+@dataclasses.dataclass
+class Point:
+    x: torch.Tensor
+    k: int = 2
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.act = torch.nn.ReLU()
+
+    def forward(self, t):
+        return self.act(t) + 1
+
+    def __call__(self, t):
+        return super().__call__(t) * 2
+
+
+def twice(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return fn(*args, **kwargs) * 2
+    return wrapper
+
+
+@twice
+def shifted(t, by=1):
+    return t + by
+
+
+NAMESPACE = {"torch": torch, "Base": Base, "Child": Child, "Slotted": Slotted, "Proxy": Proxy,
+             "Point": Point, "shifted": shifted, "twice": twice}
+
+# Over: `a` (the running tensor), `obj` (a Child argument), `s` (a Slotted argument),
+# `px` (a Proxy of obj), `m` (a Net argument), `log` (a list returned). {c}: 1..3.
+STATEMENTS = [
+    "a = a + obj.value() + obj.doubled",
+    "obj.doubled = a + {c}\na = a + obj.t",
+    "a = a + obj.missing_{c} + getattr(obj, 'scale', 0)",
+    "a = a + hasattr(obj, 'extra') + hasattr(s, 'w') + callable(obj) + callable(m)",
+    "c = Child.make(a)\nc.extra = {c}\nlog.append(c)\na = a + c.value()",
+    "p = Point(a, k={c})\na = a + p.x * p.k\nlog.append(p)",
+    "s.w = a * {c}\na = a + s.u + s.w",
+    "px.t = a + {c}\na = a + px.t + obj.t",
+    "a = m(a) + m.act(a)",
+    "a = shifted(a, by={c}) + twice(lambda t: t - 1)(a)",
+    "a = a + isinstance(obj, Base) + (type(obj) is Child) + (obj.__class__ is Child)",
+    "b = Base(a)\nb.t = b.t + {c}\nlog.append(b.t)",
+]
+RETURNS = ["return a, obj, s, log", "return a, log, obj.t", "return [a, obj, s]"]
+
+# Changes made to the arguments between the first and the second compiled call.
+CHANGES = ["pass", "obj.extra = 5", "del obj.t", "m.forward = lambda t: t * 7",
+           "s.w = 1.0", "obj.missing_1 = 100", "obj.value = lambda: 3"]
+# compiled once: the lambdas of both runs share their code (compared by code and cells)
+_CHANGE_CODE = {change: compile(change, "<change>", "exec") for change in CHANGES}
+
+
+@st.composite
+def programs(draw):
+    body = ["log = []"]
+    for _ in range(draw(st.integers(1, 4))):
+        body.append(draw(st.sampled_from(STATEMENTS)).format(c=draw(st.integers(1, 3))))
+    body.append(draw(st.sampled_from(RETURNS)))
+    source = "def prog(x, obj, s, px, m):\n    a = x\n" + textwrap.indent("\n".join(body), "    ") + "\n"
+    return source, draw(st.sampled_from(CHANGES))
+
+
+def _build(source):
+    namespace = dict(NAMESPACE)
+    exec(compile(source, "<generated-objects>", "exec"), namespace)  # noqa: S102 - test programs
+    return namespace["prog"]
+
+
+def _arguments(seed, change):
+    torch.manual_seed(seed)
+    obj = Child(torch.randn(3))
+    args = [torch.randn(3), obj, Slotted(torch.randn(3)), Proxy(obj), Net()]
+    if change:
+        exec(_CHANGE_CODE[change], {}, {"obj": obj, "s": args[2], "m": args[4]})  # noqa: S102
+    return args
+
+
+def _outcome(fn, args):
+    try:
+        return fn(*args), None
+    except Exception as err:  # noqa: BLE001 - compared with the other run's
+        return None, (type(err), str(err))
+
+
+def _check(compiled, prog, seed, change, source):
+    args_eager, args_compiled = _arguments(seed, change), _arguments(seed, change)
+    expected, expected_error = _outcome(prog, args_eager)
+    actual, actual_error = _outcome(compiled, args_compiled)
+    assert actual_error == expected_error, source
+    assert same(actual, expected), f"{actual!r} != {expected!r}\n{source}"
+    assert same(args_compiled, args_eager), f"arguments differ\n{source}"
+
+
+@given(programs(), st.integers(0, 2**16))
+def test_generated_object_program_matches_eager(program, seed):
+    source, change = program
+    prog = _build(source)
+    fastdynamo.reset()
+    compiled = fastdynamo.compile(prog, backend="eager")
+    _check(compiled, prog, seed, None, source)
+    _check(compiled, prog, seed + 1, change, f"{source}after: {change}")
+    fastdynamo.reset()
