@@ -18,9 +18,9 @@ import sys
 from types import CodeType
 
 PY_VERSION = sys.version_info[:2]
-if PY_VERSION != (3, 11):
+if PY_VERSION not in ((3, 11), (3, 12), (3, 13)):
     raise ImportError(
-        f"fastdynamo.bytecode supports CPython 3.11; this is {PY_VERSION[0]}.{PY_VERSION[1]}"
+        f"fastdynamo.bytecode supports CPython 3.11, 3.12 and 3.13; this is {PY_VERSION[0]}.{PY_VERSION[1]}"
     )
 
 OPMAP: dict[str, int] = dict(dis.opmap)
@@ -78,7 +78,10 @@ GENERATOR_FLAGS = (
 
 def cache_entries(opname: str) -> int:
     """Number of inline CACHE code units that follow ``opname`` in ``co_code``."""
-    return opcode._inline_cache_entries[OPMAP[opname]]
+    entries = opcode._inline_cache_entries  # a list by opcode before 3.13, a dict by name after
+    if isinstance(entries, dict):
+        return entries.get(opname, 0)
+    return entries[OPMAP[opname]]
 
 
 def canonical_opname(opname: str) -> str:
