@@ -1,6 +1,7 @@
 """Shared pytest setup: the Triton environment (set before anything imports triton) and
 hypothesis profiles: ``ci`` (the default) runs a few hundred generated programs; select
-thousands with ``--hypothesis-profile=long``.
+thousands with ``--hypothesis-profile=long``, fewer with ``versions`` (CI's extra CPython
+versions).
 """
 import os
 import tempfile
@@ -18,6 +19,9 @@ from hypothesis import HealthCheck, settings  # noqa: E402
 settings.register_profile("ci", max_examples=150, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("long", max_examples=3000, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+# CI's runs on the extra CPython versions (3.12, 3.13; see .ci/run): fewer examples.
+settings.register_profile("versions", max_examples=40, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("ci")
 
