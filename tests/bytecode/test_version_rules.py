@@ -89,3 +89,46 @@ def test_method_call_sequence_of_this_version_runs():
     insts = [resume, create_load_const("a-b"), create_load_method("split"),
              create_load_const("-"), *create_call(1), create_instruction("RETURN_VALUE")]
     assert function_with_code(host, assemble(insts, host.__code__))() == ["a", "b"]
+
+
+def test_list_to_tuple_of_this_version_runs():
+    from fastdynamo.bytecode import create_list_to_tuple
+
+    def host():
+        return None
+
+    resume = instructions_from_code(host.__code__)[0]
+    insts = [resume, create_load_const(1), create_load_const(2),
+             create_instruction("BUILD_LIST", arg=2), *create_list_to_tuple(),
+             create_instruction("RETURN_VALUE")]
+    assert function_with_code(host, assemble(insts, host.__code__))() == (1, 2)
+
+
+def test_closure_of_this_version_is_built_from_cells():
+    """A closure tuple built from the frame's cells (3.12+: LOAD_FAST of the cell slot)."""
+    from fastdynamo.bytecode import create_load_closure
+
+    def outer():
+        value = 41
+
+        def inner():
+            return value
+        return inner
+
+    inner = outer()
+    insts = instructions_from_code(inner.__code__)
+    body = [create_load_closure("value"), create_instruction("BUILD_TUPLE", arg=1),
+            create_instruction("RETURN_VALUE")]
+    start = next(i for i, inst in enumerate(insts) if inst.opname == "RESUME") + 1
+    code = assemble(insts[:start] + body, inner.__code__)
+    cells = function_with_code(inner, code)()
+    assert [cell.cell_contents for cell in cells] == [41]
+
+
+def test_pseudo_instructions_are_refused():
+    import pytest
+
+    for name in ("LOAD_METHOD", "SETUP_FINALLY", "JUMP_NO_INTERRUPT"):
+        if version.OPMAP.get(name, 0) > 255:
+            with pytest.raises(ValueError, match="pseudo-instruction"):
+                create_instruction(name, arg=0)

@@ -125,6 +125,8 @@ def create_instruction(opname: str, *, arg: int | None = None, argval: Any = UNS
     opname = version.canonical_opname(opname)
     if opname not in version.OPMAP:
         raise ValueError(f"unknown opcode {opname!r}")
+    if version.OPMAP[opname] > 255:
+        raise ValueError(f"{opname} is a pseudo-instruction of the compiler, not bytecode")
     if opname in version.JUMP_OPNAMES and target is None:
         raise ValueError(f"{opname} needs a target instruction")
     return Instruction(opname, version.OPMAP[opname], arg=arg, argval=argval, target=target,
@@ -158,6 +160,25 @@ def create_load_method(name: str) -> Instruction:
     if version.PY_3_12:
         return create_instruction("LOAD_ATTR", arg=1, argval=name)
     return create_instruction("LOAD_METHOD", argval=name)
+
+
+def create_load_closure(name: str) -> Instruction:
+    """Pushes the cell of ``name`` (for a closure tuple): 3.11's ``LOAD_CLOSURE``, a
+    ``LOAD_FAST`` of the cell's slot from 3.12 (where ``LOAD_CLOSURE`` is a pseudo-op)."""
+    return create_instruction("LOAD_FAST" if version.PY_3_12 else "LOAD_CLOSURE", argval=name)
+
+
+def create_list_to_tuple() -> list[Instruction]:
+    """Replaces a list on the stack by a tuple: 3.11's ``LIST_TO_TUPLE``, 3.12's
+    ``CALL_INTRINSIC_1 INTRINSIC_LIST_TO_TUPLE``.
+
+    >>> create_list_to_tuple()[0].opname in ("LIST_TO_TUPLE", "CALL_INTRINSIC_1")
+    True
+    """
+    if version.PY_3_12:
+        intrinsic = dis._intrinsic_1_descs.index("INTRINSIC_LIST_TO_TUPLE")
+        return [create_instruction("CALL_INTRINSIC_1", arg=intrinsic)]
+    return [create_instruction("LIST_TO_TUPLE")]
 
 
 def create_push_null() -> Instruction:
