@@ -9,7 +9,7 @@ TARGET_DIR := $(if $(filter python3,$(PYTHON)),target,target-$(shell $(PYTHON) -
 # python3 builds as the README's `cargo test` does (same environment, no rebuilds between them).
 CARGO_ENV := $(if $(filter python3,$(PYTHON)),,PYO3_PYTHON=$(PYTHON_EXE) CARGO_TARGET_DIR=$(TARGET_DIR))
 
-.PHONY: build-dev test test-long lint bench
+.PHONY: build-dev test test-long lint lint-python bench
 
 build-dev:  ## build the native extension in place (release) for PYTHONPATH=python runs
 	$(CARGO_ENV) cargo build --release --features extension-module
@@ -22,7 +22,12 @@ test: build-dev
 test-long: build-dev
 	PYTHONPATH=python $(PYTHON) -m pytest -q --hypothesis-profile=long
 
-lint:
+lint-python:  ## ruff, mypy and the import-layer contracts (configured in pyproject.toml)
+	ruff check python/fastdynamo benches
+	mypy python/fastdynamo
+	PYTHONPATH=python lint-imports
+
+lint: lint-python
 	cargo clippy --all-targets -- -D warnings
 	cargo fmt --check
 

@@ -29,7 +29,7 @@ import torch  # noqa: E402
 import fastdynamo  # noqa: E402
 from fastdynamo import guards as g  # noqa: E402
 from fastdynamo._runtime import native  # noqa: E402
-from fastdynamo.sources import LocalSource  # noqa: E402
+from fastdynamo.guards.sources import LocalSource  # noqa: E402
 
 N = native()
 # CPU time of this thread: the machine's cores are shared, and time spent running other
@@ -165,7 +165,8 @@ def bench_graph_break(n, repeats):
     base = times["no compiler"]
     # Within one repetition the configurations run back to back, so their differences
     # share the machine's state; the median of those is robust to load from elsewhere.
-    paired = {name: statistics.median(t - b for t, b in zip(times[name], base)) for name in configs}
+    paired = {name: statistics.median(t - b for t, b in zip(times[name], base, strict=True))
+              for name in configs}
     floor, floor_paired = best["pass-through"] - best["no compiler"], paired["pass-through"]
     print(f"\n## After a graph break: {n:,} calls of a tiny function with the hook active ({repeats} repetitions)")
     print(f"{'configuration':<16}{'ns/call':>9}{'extra ns':>10}{'x floor':>9}{'paired median':>15}{'x floor':>9}")
@@ -194,7 +195,7 @@ def bench_dispatch(n, repeats):
         original, transformed = make_function(count)
         guards = [g.Guard(LocalSource(i, f"t{i}"), g.tensor_match(t)) for i, t in enumerate(tensors)]
         entry = N.CacheEntry(g.compile_guards(guards), transformed.__code__)
-        N.set_callback(lambda frame, e=entry: e if frame.f_code is original.__code__ else None)
+        N.set_callback(lambda frame, e=entry, code=original.__code__: e if frame.f_code is code else None)
         original(*tensors)
         N.set_callback(False)
         hit, direct = [], []

@@ -199,7 +199,7 @@ def _compare(actual, expected) -> tuple:
     import torch
 
     if isinstance(expected, (tuple, list)):
-        results = [_compare(a, e) for a, e in zip(actual, expected)]
+        results = [_compare(a, e) for a, e in zip(actual, expected, strict=True)]
         return all(r[0] for r in results), max(r[1] for r in results)
     if not expected.dtype.is_floating_point:
         equal = torch.equal(actual, expected)

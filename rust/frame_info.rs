@@ -54,14 +54,7 @@ impl<'a, 'py> GuardInput<'a, 'py> {
     pub fn local(&self, index: usize) -> Option<Borrowed<'_, 'py, PyAny>> {
         match &self.locals {
             Locals::Frame(frame) => frame.local(index),
-            Locals::List(list) => list.get_item(index).ok().map(|item| {
-                // Keep the item borrowed from the list, which outlives this input.
-                let ptr = item.as_ptr();
-                drop(item);
-                // SAFETY: the list holds a strong reference to the item and is not mutated
-                // while guards run.
-                unsafe { Borrowed::from_ptr(self.py, ptr) }
-            }),
+            Locals::List(list) => crate::ffi::list::borrowed_item(*list, index),
         }
     }
 

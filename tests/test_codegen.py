@@ -11,7 +11,7 @@ import types
 import pytest
 
 from fastdynamo.bytecode import format_side_by_side, instructions_from_code, max_stack_depth
-from fastdynamo.codegen import (
+from fastdynamo.transform.codegen import (
     BuildDict,
     BuildList,
     BuildSet,
@@ -25,7 +25,7 @@ from fastdynamo.codegen import (
     parameter_names,
     transformed_code,
 )
-from fastdynamo.sources import (
+from fastdynamo.guards.sources import (
     AttrSource,
     BuiltinSource,
     ClosureSource,

@@ -7,7 +7,7 @@ import types
 import pytest
 
 from fastdynamo.bytecode import instructions_from_code
-from fastdynamo.codegen import (
+from fastdynamo.transform.codegen import (
     BuildDict,
     BuildList,
     BuildTuple,
@@ -25,7 +25,7 @@ from fastdynamo.codegen import (
     transformed_code,
     uses_graph_outputs,
 )
-from fastdynamo.sources import AttrSource, ClosureSource, GlobalSource, ItemSource, LocalSource
+from fastdynamo.guards.sources import AttrSource, ClosureSource, GlobalSource, ItemSource, LocalSource
 
 from test_codegen import FN_NAME, check_structure, run_like_runtime
 

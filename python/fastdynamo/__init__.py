@@ -9,10 +9,11 @@ from __future__ import annotations
 import sys
 import sysconfig
 
+from ._version import __version__
+
 # Each needs its own build of the native runtime (its frame layout and evaluator rules
 # differ); `bytecode/version.py` holds the bytecode differences.
 SUPPORTED_PYTHONS = ((3, 11), (3, 12), (3, 13))
-__version__ = "0.1.0"
 
 
 def _unsupported_reason() -> str | None:
@@ -34,8 +35,9 @@ if (_reason := _unsupported_reason()) is not None:
 
 from . import config  # noqa: E402
 from .api import OptimizedModule, compile, disable, reset  # noqa: E402
+from .compiling import is_compiling  # noqa: E402
+from .exc import FullGraphError  # noqa: E402
 from .explain import ExplainOutput, explain  # noqa: E402
-from .symbolic.exc import FullGraphError  # noqa: E402
 
 __all__ = [
     "ExplainOutput",
@@ -46,5 +48,6 @@ __all__ = [
     "config",
     "disable",
     "explain",
+    "is_compiling",
     "reset",
 ]

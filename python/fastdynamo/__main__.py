@@ -69,7 +69,7 @@ def main() -> None:
         compiled_us = _per_call_us(compiled, x)
     print(f"\nbackend {DEFAULT_BACKEND!r} on {device} (under torch.no_grad()):")
     for capture in recorder.captures:
-        print(f"  {capture.code.co_qualname}: {describe(capture.result.compiled_fn)}")
+        print(f"  {capture.code.co_qualname}: {describe(capture.compiled_fn)}")
     if device.type == "cpu" and os.environ.get("TRITON_INTERPRET") == "1":
         print("  (kernels run in Triton's interpreter: correct, and slow by design)")
     print(f"outputs match: {tuple(actual.shape)} {actual.dtype}")

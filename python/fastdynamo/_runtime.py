@@ -6,9 +6,37 @@ need torch (backends, bytecode tools) never import the extension.
 from __future__ import annotations
 
 import functools
-from types import ModuleType
+from types import CodeType
+from typing import TYPE_CHECKING, Literal, Protocol
 
-from . import __version__
+from ._version import __version__
+
+if TYPE_CHECKING:
+    from . import _native as _stub
+
+
+class NativeRuntime(Protocol):
+    """What the package uses of ``fastdynamo._native``, typed from its stub (``_native.pyi``).
+
+    A type checker cannot name a module as a type; it can check that a module satisfies
+    a protocol. :func:`native` returns the module as this protocol, so mypy checks the
+    stub against these members and every call against them.
+    """
+
+    @property
+    def CacheEntry(self) -> type[_stub.CacheEntry]: ...
+    @property
+    def GuardSet(self) -> type[_stub.GuardSet]: ...
+    @property
+    def SKIP(self) -> Literal[1]: ...
+    @property
+    def SKIP_RECURSIVE(self) -> Literal[2]: ...
+    def runtime_version(self) -> str: ...
+    def set_callback(self, callback: _stub._CallbackSetting) -> _stub._CallbackSetting: ...
+    def set_code_action(self, code: CodeType, action: _stub._Action) -> None: ...
+    def cache_entries(self, code: CodeType) -> list[_stub.CacheEntry]: ...
+    def reset(self) -> None: ...
+    def set_recompile_limit(self, limit: int) -> None: ...
 
 
 class NativeRuntimeError(ImportError):
@@ -16,7 +44,7 @@ class NativeRuntimeError(ImportError):
 
 
 @functools.cache
-def native() -> ModuleType:
+def native() -> NativeRuntime:
     """Return ``fastdynamo._native``, checking that it was built from this version.
 
     >>> native().runtime_version() == __version__

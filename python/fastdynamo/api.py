@@ -129,7 +129,7 @@ class OptimizedModule(torch.nn.Module):
         return f"OptimizedModule({self._orig_mod!r})"
 
     @property
-    def training(self) -> bool:  # type: ignore[override]
+    def training(self) -> bool:
         return self._orig_mod.training
 
     @training.setter

@@ -1,15 +1,17 @@
 """The callback the native runtime calls on a cache miss: frame in, cache entry out.
 
 ``ConvertFrame(backend, fullgraph)`` is what :func:`fastdynamo.compile` installs with
-``native().set_callback``. For each intercepted frame it decides to skip it (library and
-generated code, generators), translates it, compiles the graph with the backend, builds
-the transformed code with :func:`fastdynamo.codegen.transformed_code` and returns a
-``CacheEntry``. A frame that cannot be captured runs as ordinary Python (``SKIP``) and
-the reason is recorded; with ``fullgraph=True`` it raises :class:`FullGraphError`.
+``native().set_callback``. It is the one place where the stages meet: for each
+intercepted frame it decides to skip it (library and generated code, generators),
+runs capture (:mod:`fastdynamo.capture`: plans, graph, guards), compiles the graph with
+the backend, builds the transformed code (:mod:`fastdynamo.transform`) and returns a
+``CacheEntry``. At a graph break it asks transform where to split, capture for the
+state there, and transform for the split code. A frame that cannot be captured runs as
+ordinary Python (``SKIP``) and the reason is recorded; with ``fullgraph=True`` it raises
+:class:`FullGraphError`.
 """
 from __future__ import annotations
 
-import inspect
 import itertools
 import os
 import sysconfig
@@ -24,12 +26,13 @@ import torch
 from . import config, logs
 from ._runtime import native
 from .backends.eager import GENERATED_FILENAME_PREFIX
-from .codegen import transformed_code
-from .fallback import fallback_for
-from .graph_break import split_frame
+from .bytecode import format_side_by_side, version
+from .capture import Broken, Captured, translate, translate_to_break
+from .exc import FullGraphError, Unsupported
 from .guards import compile_guards
-from .symbolic import CaptureResult, translate
-from .symbolic.exc import FullGraphError, Unsupported
+from .transform.codegen import transformed_code
+from .transform.fallback import fallback_for
+from .transform.graph_break import GraphCall, choose_region, split_frame
 
 _compiled_fn_counter = itertools.count()
 # One translation at a time: FakeTensorMode and grad-mode juggling are process-global.
@@ -37,8 +40,7 @@ _compile_lock = threading.RLock()
 # Module bodies, and comprehensions called by Python code (their argument is an
 # iterator the translator cannot read; traced frames inline them instead).
 _NOT_COMPILED_NAMES = frozenset({"<module>", "<listcomp>", "<dictcomp>", "<setcomp>"})
-_NOT_COMPILED_FLAGS = (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
-                       | inspect.CO_ITERABLE_COROUTINE)
+_NOT_COMPILED_FLAGS = version.GENERATOR_FLAGS
 
 
 # (globals dict, name) of every compiled graph stored for transformed code to load.
@@ -73,7 +75,8 @@ class CaptureRecord:
     """A compiled frame, as explain and the demo report it."""
 
     code: CodeType
-    result: CaptureResult
+    result: Captured
+    compiled_fn: Any
     transformed: CodeType
 
 
@@ -110,7 +113,8 @@ def _mark_skip_recursive(runtime: Any, compiled_fn: Any) -> None:
     if code is None and isinstance(compiled_fn, torch.nn.Module):
         code = getattr(type(compiled_fn).forward, "__code__", None)
     if code is None:
-        code = getattr(getattr(type(compiled_fn), "__call__", None), "__code__", None)
+        # reads the class's __call__ to get its code, not to test callability
+        code = getattr(getattr(type(compiled_fn), "__call__", None), "__code__", None)  # noqa: B004
     if code is not None:
         runtime.set_code_action(code, runtime.SKIP_RECURSIVE)
 
@@ -172,7 +176,7 @@ class ConvertFrame:
             return None
         if code.co_flags & _NOT_COMPILED_FLAGS or code.co_name in _NOT_COMPILED_NAMES:
             return "SKIP"
-        if not code.co_flags & inspect.CO_OPTIMIZED:
+        if not code.co_flags & version.CO_OPTIMIZED:
             return "SKIP"  # class bodies, exec'd code: their locals are a namespace dict
         if filename == "<string>" and "_tuple_new" in code.co_names:
             return "SKIP"  # collections.namedtuple's generated constructor
@@ -198,36 +202,39 @@ class ConvertFrame:
                 logs.emit("recompiles", f"recompiling {code.co_qualname} ({code.co_filename}:"
                           f"{code.co_firstlineno}): {reason or 'guards failed'}")
         result = translate(code, list(frame.localsplus), frame.f_globals, frame.f_builtins,
-                           frame.closure, self.backend)
-        if result.break_reason is not None:
-            return self.compile_partial(runtime, frame, result.break_reason)
+                           frame.closure)
+        if isinstance(result, Broken):
+            return self.compile_partial(runtime, frame, result.reason)
         if result.op_count == 0 and not self.fullgraph:
             logs.emit("breaks", f"{code.co_qualname}: no tensor operations; runs as Python")
             return runtime.SKIP
+        # a whole frame always has a graph and a return value
+        assert result.graph_module is not None and result.output is not None
+        compiled_fn = self.backend(result.graph_module, result.example_inputs)
         name = _compiled_fn_name()
         new_code = transformed_code(code, compiled_fn_name=name, graph_inputs=result.graph_inputs,
-                                    output=result.output_plan, effects=result.effects,
+                                    output=result.output, effects=result.effects,
                                     fallback=fallback_for(runtime, code, result.mutates_inputs,
                                                           result.draws_random),
                                     grad_mode=torch.is_grad_enabled(),
                                     may_catch=result.traced_handlers)
-        self.install_capture(runtime, frame, name, result, new_code)
+        self.install_capture(runtime, frame, name, result, compiled_fn, new_code)
         return runtime.CacheEntry(compile_guards(result.guards), new_code)
 
-    def install_capture(self, runtime: Any, frame: Any, name: str, capture: CaptureResult,
-                        new_code: CodeType) -> None:
+    def install_capture(self, runtime: Any, frame: Any, name: str, capture: Captured,
+                        compiled_fn: Any, new_code: CodeType) -> None:
         """Store the compiled graph where ``new_code`` loads it (the frame's globals, as
         ``name``; ``reset`` removes it), and log and record the capture."""
-        _mark_skip_recursive(runtime, capture.compiled_fn)
-        frame.f_globals[name] = capture.compiled_fn
+        _mark_skip_recursive(runtime, compiled_fn)
+        frame.f_globals[name] = compiled_fn
         _installed_fns.append((frame.f_globals, name))
         self.log_capture(frame.f_code, capture, new_code)
         if self.recorder is not None:
-            self.recorder.captures.append(CaptureRecord(frame.f_code, capture, new_code))
+            self.recorder.captures.append(CaptureRecord(frame.f_code, capture, compiled_fn, new_code))
 
     def compile_partial(self, runtime: Any, frame: Any, err: Unsupported) -> Any:
         """A graph break at ``err``: compile the frame up to it and resume after it
-        (:mod:`fastdynamo.graph_break`), or run the whole frame as Python."""
+        (:mod:`fastdynamo.transform.graph_break`), or run the whole frame as Python."""
         code = frame.f_code
         brk = BreakReason(err.location, err.reason, list(err.where))
         if self.fullgraph:
@@ -236,24 +243,43 @@ class ConvertFrame:
             self.recorder.breaks.append(brk)
         name = _compiled_fn_name()
         try:
-            split = split_frame(code, frame, self.backend, err, name, runtime)
+            capture, transformed = _split(runtime, frame, err, name)
         except Unsupported as why:
             logs.emit("breaks", f"{code.co_qualname} runs as Python: {brk} (no resume: {why.reason})")
             return runtime.SKIP
         logs.emit("breaks", f"graph break in {code.co_qualname}: {brk}")
-        capture = split.capture
-        if capture.compiled_fn is not None:
-            self.install_capture(runtime, frame, name, capture, split.transformed)
+        if capture.graph_module is not None:
+            compiled_fn = self.backend(capture.graph_module, capture.example_inputs)
+            self.install_capture(runtime, frame, name, capture, compiled_fn, transformed)
         elif logs.enabled("bytecode"):
             logs.emit("bytecode", f"bytecode for {code.co_qualname} (no graph before the break)",
-                      logs.side_by_side(code, split.transformed))
-        return runtime.CacheEntry(compile_guards(capture.guards), split.transformed)
+                      format_side_by_side(code, transformed))
+        return runtime.CacheEntry(compile_guards(capture.guards), transformed)
 
-    def log_capture(self, code: CodeType, result: CaptureResult, new_code: CodeType) -> None:
+    def log_capture(self, code: CodeType, result: Captured, new_code: CodeType) -> None:
         where = f"{code.co_qualname} ({code.co_filename}:{code.co_firstlineno})"
-        if logs.enabled("graph"):
+        if logs.enabled("graph") and result.graph_module is not None:
             logs.emit("graph", f"captured graph for {where}", result.graph_module.code)
         if logs.enabled("guards"):
             logs.emit("guards", f"guards for {where}", "\n".join(g.text() for g in result.guards))
         if logs.enabled("bytecode"):
-            logs.emit("bytecode", f"bytecode for {where}", logs.side_by_side(code, new_code))
+            logs.emit("bytecode", f"bytecode for {where}", format_side_by_side(code, new_code))
+
+
+def _split(runtime: Any, frame: Any, err: Unsupported, name: str) -> tuple[Captured, CodeType]:
+    """Where to split (transform), the graph and the state there (capture), the split
+    code (transform); raises ``Unsupported`` when the frame cannot be split."""
+    code = frame.f_code
+    region = choose_region(code, err)
+    broken = translate_to_break(code, list(frame.localsplus), frame.f_globals, frame.f_builtins,
+                                frame.closure, err, region.stop_step)
+    if broken.state is None or broken.graph is None:
+        raise broken.reason
+    capture = broken.graph
+    graph = None
+    if capture.graph_module is not None:
+        fallback = fallback_for(runtime, code, capture.mutates_inputs, capture.draws_random)
+        graph = GraphCall(name, capture.graph_inputs, fallback, capture.traced_handlers)
+    transformed = split_frame(code, region, broken.state, graph,
+                              mark_skip=lambda c: runtime.set_code_action(c, runtime.SKIP))
+    return capture, transformed

@@ -49,7 +49,7 @@ class ExplainOutput:
             for i, brk in enumerate(self.break_reasons, 1):
                 lines.append(f"  {i}. {brk.location}: {brk.reason}")
         for i, (frame, gm, guards, ops) in enumerate(
-                zip(self.compiled_frames, self.graphs, self.guards, self.ops_per_graph), 1):
+                zip(self.compiled_frames, self.graphs, self.guards, self.ops_per_graph, strict=True), 1):
             lines.append(f"Graph {i} ({frame}, {ops} ops):")
             lines.extend("    " + line for line in gm.code.strip().splitlines())
             lines.append(f"  Guards ({len(guards)}):")
@@ -69,6 +69,7 @@ def explain(fn: Callable, backend: str | Callable = DEFAULT_BACKEND) -> Callable
         compiled(*args, **kwargs)
         report = ExplainOutput(break_reasons=list(recorder.breaks))
         for capture in recorder.captures:
+            assert capture.result.graph_module is not None  # recorded only when a graph ran
             report.graphs.append(capture.result.graph_module)
             report.guards.append([g.text() for g in capture.result.guards])
             report.ops_per_graph.append(capture.result.op_count)

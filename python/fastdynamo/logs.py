@@ -10,12 +10,8 @@ set at runtime with :func:`set_logs`.
 """
 from __future__ import annotations
 
-import dis
-import io
-import itertools
 import os
 import sys
-from types import CodeType
 
 KINDS = ("graph", "guards", "bytecode", "recompiles", "breaks")
 _enabled: set[str] = set()
@@ -45,23 +41,6 @@ def emit(kind: str, title: str, body: str = "") -> None:
     if body:
         text += body.rstrip("\n") + "\n"
     sys.stderr.write(text)
-
-
-def side_by_side(original: CodeType, transformed: CodeType) -> str:
-    """The disassembly of two code objects in two columns."""
-    left = _disassembly(original)
-    right = _disassembly(transformed)
-    width = max((len(line) for line in left), default=0) + 2
-    rows = [f"{'ORIGINAL'.ljust(width)}| TRANSFORMED", f"{'-' * width}+{'-' * 40}"]
-    for a, b in itertools.zip_longest(left, right, fillvalue=""):
-        rows.append(f"{a.ljust(width)}| {b}")
-    return "\n".join(rows)
-
-
-def _disassembly(code: CodeType) -> list[str]:
-    out = io.StringIO()
-    dis.dis(code, file=out, depth=0)
-    return [line for line in out.getvalue().splitlines() if line.strip()]
 
 
 try:

@@ -10,6 +10,7 @@ pub mod code_extra;
 pub mod frame;
 pub mod hook;
 pub mod layout;
+pub mod list;
 pub mod object;
 pub mod tensor;
 

@@ -50,10 +50,6 @@ impl<'a> ImplRef<'a> {
             .then(|| ImplRef { base: address as *const u8, _tensor: std::marker::PhantomData })
     }
 
-    pub fn address(self) -> usize {
-        self.base as usize
-    }
-
     fn read<T: Copy>(self, offset: usize) -> Option<T> {
         if offset % std::mem::align_of::<T>() != 0 || offset + std::mem::size_of::<T>() > IMPL_WINDOW {
             return None;

@@ -14,6 +14,10 @@ pub enum Check {
     LenIs(usize),
     IsNone,
     NotNone,
+    /// `key in value` is `present` (a mapping key that must stay absent, or present).
+    Contains(Py<PyAny>, bool),
+    /// `tuple(value) == keys`, item by item with exact types: a dict's key order.
+    KeysAre(Py<PyTuple>),
     Tensor(Box<TensorCheck>),
 }
 
@@ -50,6 +54,21 @@ impl Check {
             "len_is" => Ok(Check::LenIs(arg(1)?.extract().map_err(|_| bad(spec, "len_is needs an int >= 0"))?)),
             "is_none" => Ok(Check::IsNone),
             "not_none" => Ok(Check::NotNone),
+            "contains" => {
+                let key = arg(1)?;
+                if !is_plain_constant(&key) {
+                    return Err(bad(spec, "contains needs a plain constant key"));
+                }
+                let present = arg(2)?.extract().map_err(|_| bad(spec, "contains needs a bool"))?;
+                Ok(Check::Contains(key.unbind(), present))
+            }
+            "keys_are" => {
+                let keys = arg(1)?.cast_into::<PyTuple>().map_err(|_| bad(spec, "keys_are needs a tuple"))?;
+                if !keys.iter().all(|key| is_plain_constant(&key)) {
+                    return Err(bad(spec, "keys_are needs a tuple of plain constants"));
+                }
+                Ok(Check::KeysAre(keys.unbind()))
+            }
             "tensor" => Ok(Check::Tensor(Box::new(TensorCheck::parse(&tuple)?))),
             _ => Err(bad(spec, "unknown check kind")),
         }
@@ -70,6 +89,8 @@ impl Check {
             Check::LenIs(expected) => value.len().is_ok_and(|n| n == *expected),
             Check::IsNone => value.is_none(),
             Check::NotNone => !value.is_none(),
+            Check::Contains(key, present) => value.contains(key.bind(py)).is_ok_and(|found| found == *present),
+            Check::KeysAre(keys) => keys_are(value, keys.bind(py)),
             Check::Tensor(check) => return check.run(value, name, reason),
         };
         if !ok {
@@ -94,9 +115,32 @@ impl Check {
             }
             Check::IsNone => write!(out, "{name} is None, got {got_type}"),
             Check::NotNone => write!(out, "{name} is not None, got None"),
+            Check::Contains(key, present) => {
+                let verb = if *present { "in" } else { "not in" };
+                write!(out, "{} {verb} {name}", short_repr(key.bind(py)))
+            }
+            Check::KeysAre(keys) => {
+                write!(out, "tuple({name}) == {}, got another order or keys", short_repr(keys.bind(py).as_any()))
+            }
             Check::Tensor(_) => Ok(()),
         };
     }
+}
+
+/// Whether iterating `value` yields exactly `keys`, in order and with the same types.
+fn keys_are(value: &Bound<'_, PyAny>, keys: &Bound<'_, PyTuple>) -> bool {
+    if value.len().ok() != Some(keys.len()) {
+        return false;
+    }
+    let Ok(iterator) = value.try_iter() else { return false };
+    let mut expected = keys.iter();
+    for item in iterator {
+        let (Ok(item), Some(key)) = (item, expected.next()) else { return false };
+        if item.get_type().as_ptr() != key.get_type().as_ptr() || !item.eq(&key).unwrap_or(false) {
+            return false;
+        }
+    }
+    expected.next().is_none()
 }
 
 impl StateCheck {

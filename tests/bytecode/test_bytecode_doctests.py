@@ -11,7 +11,7 @@ MODULES = [
     "fastdynamo.bytecode.decode", "fastdynamo.bytecode.edit",
     "fastdynamo.bytecode.exception_table", "fastdynamo.bytecode.instruction",
     "fastdynamo.bytecode.line_table", "fastdynamo.bytecode.printer",
-    "fastdynamo.bytecode.version", "fastdynamo.codegen",
+    "fastdynamo.bytecode.version", "fastdynamo.bytecode.parameters", "fastdynamo.transform.codegen",
 ]
 
 

@@ -10,10 +10,10 @@ import types
 import torch
 
 from fastdynamo.backends import lookup_backend
-from fastdynamo.codegen import transformed_code
-from fastdynamo.sources import resolve
-from fastdynamo.symbolic import translate
-from fastdynamo.symbolic.binding import parameter_names
+from fastdynamo.bytecode import parameter_names
+from fastdynamo.capture import Broken, translate
+from fastdynamo.guards.sources import resolve
+from fastdynamo.transform.codegen import transformed_code
 
 _counter = itertools.count()
 
@@ -27,18 +27,18 @@ def localsplus_for(fn, args, kwargs):
 
 
 def capture(fn, *args, **kwargs):
-    """Translate ``fn`` for these arguments; returns (CaptureResult, callable that runs
-    the transformed code like the hook does)."""
+    """Translate ``fn`` for these arguments; returns (Captured or Broken, callable that
+    runs the transformed code like the hook does, or None)."""
     fn = getattr(fn, "__func__", fn)
     localsplus = localsplus_for(fn, args, kwargs)
     result = translate(fn.__code__, localsplus, fn.__globals__, fn.__globals__.get("__builtins__", __builtins__),
-                       fn.__closure__, lookup_backend("eager"))
-    if result.break_reason is not None:
+                       fn.__closure__)
+    if isinstance(result, Broken):
         return result, None
     name = f"__test_compiled_fn_{next(_counter)}"
-    fn.__globals__[name] = result.compiled_fn
+    fn.__globals__[name] = lookup_backend("eager")(result.graph_module, result.example_inputs)
     code = transformed_code(fn.__code__, compiled_fn_name=name, graph_inputs=result.graph_inputs,
-                            output=result.output_plan, effects=result.effects)
+                            output=result.output, effects=result.effects)
     new_fn = types.FunctionType(code, fn.__globals__, fn.__name__, None, fn.__closure__)
     return result, lambda *a, **k: _call_with_localsplus(new_fn, fn, a, k)
 
@@ -104,9 +104,9 @@ def assert_same(actual, expected, rtol=1e-5, atol=1e-5):
 
 def check_capture(fn, *args, **kwargs):
     """Capture ``fn``, run the transformed code and compare with eager; returns the
-    CaptureResult."""
+    Captured result."""
     result, run = capture(fn, *args, **kwargs)
-    assert result.break_reason is None, str(result.break_reason)
+    assert not isinstance(result, Broken), str(getattr(result, "reason", None))
     result.graph_module.graph.lint()
     expected = fn(*args, **kwargs)
     assert_same(run(*args, **kwargs), expected)

@@ -5,15 +5,15 @@ import importlib
 import pytest
 
 MODULES = [
-    "fastdynamo.symbolic", "fastdynamo.symbolic.binding", "fastdynamo.symbolic.builder",
-    "fastdynamo.symbolic.exc", "fastdynamo.symbolic.operators", "fastdynamo.symbolic.translator",
-    "fastdynamo.symbolic.side_effects",
-    "fastdynamo.symbolic.variables.base", "fastdynamo.symbolic.variables.builtins",
-    "fastdynamo.symbolic.variables.constant", "fastdynamo.symbolic.variables.containers",
-    "fastdynamo.symbolic.variables.tensor", "fastdynamo.symbolic.variables.nn_module",
-    "fastdynamo.fx.output_graph", "fastdynamo.fx.passes", "fastdynamo.backends.eager",
+    "fastdynamo.capture", "fastdynamo.capture.binding", "fastdynamo.capture.builder",
+    "fastdynamo.exc", "fastdynamo.capture.operators", "fastdynamo.capture.translator",
+    "fastdynamo.capture.side_effects",
+    "fastdynamo.capture.variables.base", "fastdynamo.capture.variables.builtins",
+    "fastdynamo.capture.variables.constant", "fastdynamo.capture.variables.containers",
+    "fastdynamo.capture.variables.tensor", "fastdynamo.capture.variables.nn_module",
+    "fastdynamo.capture.output_graph", "fastdynamo.plans", "fastdynamo.fx.passes", "fastdynamo.backends.eager",
     "fastdynamo.logs", "fastdynamo.config", "fastdynamo.api", "fastdynamo.explain",
-    "fastdynamo.resume", "fastdynamo.fallback",
+    "fastdynamo.transform.resume", "fastdynamo.transform.fallback",
 ]
 
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import fastdynamo
-from fastdynamo.fallback import can_rerun
+from fastdynamo.transform.fallback import can_rerun
 
 
 def gather(x, index):

@@ -15,7 +15,7 @@ from fastdynamo import logs
 from fastdynamo._runtime import native
 
 from .break_helpers import PRINT_BREAK, assert_matches_eager, call, explain, fresh_cache, line_of, vec
-from .test_graph_breaks import branch_on_sum, caller, import_inside, item_then_use, print_text
+from .test_graph_breaks import branch_on_sum, caller, class_inside, item_then_use, print_text
 
 assert fresh_cache  # an autouse fixture
 
@@ -28,7 +28,7 @@ pytest.importorskip("fastdynamo._native")
     (branch_on_sum, lambda: call(vec(0))),
     (item_then_use, lambda: call(vec(0))),
     (print_text, lambda: call(vec(0), io.StringIO())),
-    (import_inside, lambda: call(vec(0))),
+    (class_inside, lambda: call(vec(0))),
 ], ids=lambda v: getattr(v, "__name__", ""))
 def test_fullgraph_raises_at_first_break(fn, make):
     arguments = make()

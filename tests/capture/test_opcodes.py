@@ -7,14 +7,14 @@ import dis
 import pytest
 import torch
 
-from fastdynamo.symbolic import SUPPORTED_OPCODES
-from fastdynamo.symbolic.translator import InstructionTranslator
+from fastdynamo.capture import SUPPORTED_OPCODES, Broken
+from fastdynamo.capture.translator import InstructionTranslator
 from .asserting_programs import assertion_passes
 from .helpers import capture, check_capture
 
 EXPECTED_SUPPORTED = {
     # stack and no-ops
-    "NOP", "RESUME", "PRECALL", "EXTENDED_ARG", "COPY_FREE_VARS", "POP_TOP", "PUSH_NULL", "COPY", "SWAP",
+    "NOP", "RESUME", "PRECALL", "COPY_FREE_VARS", "POP_TOP", "PUSH_NULL", "COPY", "SWAP",
     # loads and stores
     "LOAD_FAST", "STORE_FAST", "DELETE_FAST", "LOAD_CONST", "LOAD_GLOBAL", "STORE_GLOBAL", "MAKE_CELL",
     "LOAD_CLOSURE", "LOAD_DEREF", "STORE_DEREF", "LOAD_ATTR", "LOAD_METHOD", "STORE_ATTR",
@@ -35,9 +35,15 @@ EXPECTED_SUPPORTED = {
     "BUILD_STRING", "FORMAT_VALUE", "LIST_APPEND", "SET_ADD", "MAP_ADD", "LIST_EXTEND", "SET_UPDATE",
     "DICT_UPDATE", "DICT_MERGE", "LIST_TO_TUPLE", "UNPACK_SEQUENCE", "UNPACK_EX",
     # iteration and generators
-    "GET_ITER", "FOR_ITER", "RETURN_GENERATOR", "YIELD_VALUE",
+    "GET_ITER", "FOR_ITER", "RETURN_GENERATOR", "YIELD_VALUE", "GET_YIELD_FROM_ITER", "SEND",
     # with blocks
     "BEFORE_WITH",
+    # imports of modules already imported
+    "IMPORT_NAME", "IMPORT_FROM",
+    # exceptions raised and handled in traced code
+    "PUSH_EXC_INFO", "POP_EXCEPT", "CHECK_EXC_MATCH", "RERAISE",
+    # pattern matching
+    "MATCH_MAPPING", "MATCH_SEQUENCE", "MATCH_KEYS", "MATCH_CLASS", "GET_LEN",
 }
 
 
@@ -47,13 +53,15 @@ def test_supported_opcode_list():
 
 
 def test_unknown_opcode_goes_to_one_place():
-    def uses_import(x):
-        import math  # IMPORT_NAME has no handler
-        return x * math.pi
+    def defines_class(x):
+        class Local:  # LOAD_BUILD_CLASS has no handler
+            pass
+        return x * 2, Local
 
-    result, _ = capture(uses_import, torch.ones(2))
-    assert "opcode IMPORT_NAME is not supported" in result.break_reason.reason
-    assert result.break_reason.location.endswith(f":{uses_import.__code__.co_firstlineno + 1}")
+    result, _ = capture(defines_class, torch.ones(2))
+    assert isinstance(result, Broken)
+    assert "opcode LOAD_BUILD_CLASS is not supported" in result.reason.reason
+    assert result.reason.location.endswith(f":{defines_class.__code__.co_firstlineno + 1}")
     assert hasattr(InstructionTranslator, "unsupported_opcode")
 
 
@@ -175,10 +183,11 @@ UNSUPPORTED = [
 def test_unsupported_constructs_are_reported(fn, needle):
     result, run = capture(fn, torch.randn(3))
     assert run is None
-    assert needle in result.break_reason.reason
-    assert "test_opcodes.py:" in result.break_reason.location
+    assert isinstance(result, Broken)
+    assert needle in result.reason.reason
+    assert "test_opcodes.py:" in result.reason.location
 
 
 def test_assertion_failure_is_unsupported_not_wrong():
     result, _ = capture(assertion_passes, torch.randn(2, 2))
-    assert result.break_reason is not None and "raise" in result.break_reason.reason
+    assert isinstance(result, Broken) and "raise" in result.reason.reason

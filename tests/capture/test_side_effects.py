@@ -16,6 +16,7 @@ import fastdynamo
 from fastdynamo._runtime import native
 from fastdynamo.convert_frame import Recorder
 
+from fastdynamo.capture import Broken
 from .helpers import assert_same, capture
 
 pytest.importorskip("fastdynamo._native")
@@ -718,7 +719,7 @@ def test_effects_are_not_replayed_when_the_frame_breaks():
 def test_capture_helper_replays_effects():
     box = fresh_box()
     result, run = capture(store_read_store, torch.ones(2), box)
-    assert result.break_reason is None and len(result.effects) == 2
+    assert not isinstance(result, Broken) and len(result.effects) == 2
     out = run(torch.ones(2), box)
     expected_box = fresh_box()
     expected = store_read_store(torch.ones(2), expected_box)
@@ -727,12 +728,12 @@ def test_capture_helper_replays_effects():
 
 
 def test_plans_can_be_taken_mid_trace_and_again_later():
-    from fastdynamo.codegen import StoreAttr, StoreGlobal
-    from fastdynamo.sources import LocalSource
-    from fastdynamo.symbolic.output import OutputPlanBuilder
-    from fastdynamo.symbolic.side_effects import SideEffects
-    from fastdynamo.symbolic.variables.constant import ConstantVariable
-    from fastdynamo.symbolic.variables.misc import UserObjectVariable
+    from fastdynamo.transform.codegen import StoreAttr, StoreGlobal
+    from fastdynamo.guards.sources import LocalSource
+    from fastdynamo.capture.output import OutputPlanBuilder
+    from fastdynamo.capture.side_effects import SideEffects
+    from fastdynamo.capture.variables.constant import ConstantVariable
+    from fastdynamo.capture.variables.misc import UserObjectVariable
 
     box = fresh_box()
     effects = SideEffects()

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from fastdynamo import guards as g
-from fastdynamo.sources import (
+from fastdynamo.guards.sources import (
     AttrSource,
     BuiltinSource,
     ClosureSource,

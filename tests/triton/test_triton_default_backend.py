@@ -30,7 +30,7 @@ def _fresh_cache():
 
 
 def _compiled_fns(recorder: Recorder) -> list:
-    return [capture.result.compiled_fn for capture in recorder.captures]
+    return [capture.compiled_fn for capture in recorder.captures]
 
 
 def test_compile_defaults_to_triton_and_runs_kernels():
@@ -133,7 +133,7 @@ def test_cpu_without_interpreter_runs_the_plain_graph_and_says_so_once(tmp_path)
             assert torch.equal(fastdynamo.compile(model, _recorder=recorder)(torch.ones(2, 3)), model(torch.ones(2, 3)))
         assert len(recorder.captures) == 4
         for capture in recorder.captures:
-            fn = capture.result.compiled_fn
+            fn = capture.compiled_fn
             # decided at compile time: the eager backend's plain function, no per-call checks
             assert not isinstance(fn, CompiledGraph) and fn.kernel_count == 0
             assert fn.__func__.__code__.co_filename.startswith("<fastdynamo-graph-")
@@ -182,7 +182,7 @@ def test_interpreter_flag_set_after_triton_was_imported_runs_aten_and_says_why(t
             compiled = fastdynamo.compile(fn, _recorder=recorder)
             assert torch.equal(compiled(torch.ones(2)), fn(torch.ones(2)))
         for capture in recorder.captures:
-            assert "set after triton was imported" in capture.result.compiled_fn.fallback_reason
+            assert "set after triton was imported" in capture.compiled_fn.fallback_reason
         print("OK")
     """, tmp_path)
     (message,) = _backend_log(result)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import linecache
+import types
 from typing import Any, Callable
 
 import torch
@@ -26,7 +27,7 @@ _counter = itertools.count()
 GENERATED_FILENAME_PREFIX = "<fastdynamo-graph-"
 
 
-def graph_to_function(gm: torch.fx.GraphModule) -> Callable[..., Any]:
+def graph_to_function(gm: torch.fx.GraphModule) -> types.MethodType:
     """Python source for ``gm``'s graph, compiled into a function of the graph inputs."""
     python_code = gm.graph.python_code(root_module="self")
     filename = f"{GENERATED_FILENAME_PREFIX}{next(_counter)}>"

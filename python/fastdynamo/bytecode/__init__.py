@@ -43,6 +43,7 @@ from .instruction import (
     create_load_method,
     create_push_null,
 )
+from .parameters import parameter_names, varargs_name, varkeywords_name
 from .printer import format_code, format_side_by_side
 
 __all__ = [
@@ -75,7 +76,10 @@ __all__ = [
     "live_locals",
     "liveness",
     "max_stack_depth",
+    "parameter_names",
     "reachable",
     "redirect",
     "stack_depths",
+    "varargs_name",
+    "varkeywords_name",
 ]

@@ -225,7 +225,8 @@ def liveness(instructions: Sequence[Instruction]) -> list[frozenset[str]]:
                     normal_out |= live[s]
             # The instruction may raise before its write happens: the handler's
             # live set is not killed by it.
-            exc_out = live[handler[i]] if handler[i] is not None else 0
+            at_handler = handler[i]
+            exc_out = live[at_handler] if at_handler is not None else 0
             new = uses[i] | (normal_out & ~kills[i]) | exc_out
             if new != live[i]:
                 live[i] = new

@@ -113,7 +113,7 @@ def assemble(instructions: Sequence[Instruction], template_code: CodeType,
     _check_adjacent_pairs(instructions)
     sizes = _layout_jumps(instructions)
     code = bytearray()
-    for inst, size in zip(instructions, sizes):
+    for inst, size in zip(instructions, sizes, strict=True):
         arg = inst.arg or 0
         caches = version.cache_entries(inst.opname)
         for shift in range(size - 1 - caches, 0, -1):
@@ -200,7 +200,7 @@ def _location_runs(positions: Sequence[dis.Positions], sizes: Sequence[int]):
     (3.11), or one per run of instructions with the same location (3.12+), as CPython's
     assembler writes them."""
     runs: list[list] = []
-    for pos, size in zip(positions, sizes):
+    for pos, size in zip(positions, sizes, strict=True):
         if version.MERGE_EQUAL_LOCATIONS and runs and runs[-1][0] == pos:
             runs[-1][1] += size
         else:
@@ -209,7 +209,7 @@ def _location_runs(positions: Sequence[dis.Positions], sizes: Sequence[int]):
 
 
 def _check_adjacent_pairs(instructions: Sequence[Instruction]) -> None:
-    for inst, following in zip(instructions, [*instructions[1:], None]):
+    for inst, following in zip(instructions, [*instructions[1:], None], strict=True):
         needed = version.MUST_BE_FOLLOWED_BY.get(inst.opname)
         if needed is not None and (following is None or following.opname != needed):
             raise ValueError(f"{inst!r} must be directly followed by {needed}, "
@@ -237,7 +237,7 @@ def _layout_jumps(instructions: Sequence[Instruction]) -> list[int]:
             prefixes.append(_extended_arg_count(inst.arg or 0))
     while True:
         sizes = [p + 1 + version.cache_entries(inst.opname)
-                 for p, inst in zip(prefixes, instructions)]
+                 for p, inst in zip(prefixes, instructions, strict=True)]
         starts = [0] * len(instructions)
         total = 0
         for i, size in enumerate(sizes):
@@ -267,6 +267,7 @@ def _resolve_positions(instructions: Sequence[Instruction], first_line: int) -> 
     resolved: list[dis.Positions | None] = []
     last_line = None
     for inst in instructions:
+        pos: dis.Positions | None
         if inst.positions is not None:
             pos = inst.positions
         elif inst.starts_line is not None:
@@ -277,12 +278,14 @@ def _resolve_positions(instructions: Sequence[Instruction], first_line: int) -> 
             last_line = pos.lineno
         resolved.append(pos)
     next_line = first_line
-    for i in range(len(resolved) - 1, -1, -1):
-        if resolved[i] is None:
-            resolved[i] = line_only(next_line)
-        elif resolved[i].lineno is not None:
-            next_line = resolved[i].lineno
-    return resolved
+    backwards: list[dis.Positions] = []
+    for pos in reversed(resolved):
+        if pos is None:
+            pos = line_only(next_line)
+        elif pos.lineno is not None:
+            next_line = pos.lineno
+        backwards.append(pos)
+    return backwards[::-1]
 
 
 def _exception_table(instructions: Sequence[Instruction], sizes: Sequence[int]) -> bytes:

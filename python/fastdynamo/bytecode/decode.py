@@ -55,6 +55,7 @@ def instructions_from_code(code: CodeType) -> list[Instruction]:
 
     for inst in instructions:
         if inst.is_jump:
+            assert inst.offset is not None and inst.arg is not None  # set above for every jump
             target_offset = version.jump_target_offset(inst.opname, inst.offset, inst.arg)
             inst.target = instructions[owner[target_offset // 2]]
     for line_offset, line in dis.findlinestarts(code):
@@ -81,7 +82,7 @@ def _decode_argval(code: CodeType, opname: str, arg: int | None, offset: int,
         shift = version.NAME_ARG_SHIFT.get(opname, 0)
         name = code.co_names[arg >> shift]
         if opname in version.LOAD_GLOBAL_NULL_BIT_OPNAMES:
-            return name, ("NULL + " + name) if arg & 1 else name
+            return name, ("NULL + " + name) if arg & version.PUSH_NULL_BIT else name
         return name, name
     if opname in version.PACKED_LOCAL_OPNAMES:
         pair = (local_names[arg >> 4], local_names[arg & 15])
@@ -94,6 +95,8 @@ def _decode_argval(code: CodeType, opname: str, arg: int | None, offset: int,
     if opname in version.JUMP_OPNAMES:
         target = version.jump_target_offset(opname, offset, arg)
         return target, f"to {target}"
+    if opname == "BINARY_OP":
+        return arg, version.binary_op_symbol(arg)
     return arg, ""
 
 

@@ -59,7 +59,7 @@ def _write_number(out: bytearray, value: int, first: bool) -> None:
 def parse_exception_table(table: bytes) -> list[RawExceptionEntry]:
     """Decode ``co_exceptiontable`` into entries with byte offsets."""
     data = iter(table)
-    entries = []
+    entries: list[RawExceptionEntry] = []
     while True:
         try:
             start = _read_number(data)

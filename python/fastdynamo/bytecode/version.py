@@ -13,6 +13,7 @@ True
 from __future__ import annotations
 
 import dis
+import inspect
 import opcode
 import sys
 from types import CodeType
@@ -125,15 +126,67 @@ def compare_arg(op: str) -> int:
     return index if COMPARE_ARG_SHIFT == 0 else (index << COMPARE_ARG_SHIFT) | _COMPARE_MASKS[op]
 
 
+# Code flags (``inspect.CO_*``), named once here.
+CO_OPTIMIZED: int = inspect.CO_OPTIMIZED
+CO_VARARGS: int = inspect.CO_VARARGS
+CO_VARKEYWORDS: int = inspect.CO_VARKEYWORDS
+CO_GENERATOR: int = inspect.CO_GENERATOR
+CO_COROUTINE: int = inspect.CO_COROUTINE
+CO_ITERABLE_COROUTINE: int = inspect.CO_ITERABLE_COROUTINE
+CO_ASYNC_GENERATOR: int = inspect.CO_ASYNC_GENERATOR
 # Flags that make a code object a generator or coroutine of some kind.
-GENERATOR_FLAGS = (
-    0x20 | 0x80 | 0x100 | 0x200  # CO_GENERATOR, CO_COROUTINE, CO_ITERABLE_COROUTINE, CO_ASYNC_GENERATOR
-)
+GENERATOR_FLAGS: int = CO_GENERATOR | CO_COROUTINE | CO_ITERABLE_COROUTINE | CO_ASYNC_GENERATOR
+
+# MAKE_FUNCTION's argument: which extra values are on the stack below the code object.
+MAKE_FUNCTION_DEFAULTS = 0x01
+MAKE_FUNCTION_KWDEFAULTS = 0x02
+MAKE_FUNCTION_ANNOTATIONS = 0x04
+MAKE_FUNCTION_CLOSURE = 0x08
+# FORMAT_VALUE's argument: a format spec is on the stack; the conversion (none, str,
+# repr, ascii) in the low bits.
+FORMAT_VALUE_HAS_SPEC = 0x04
+FORMAT_VALUE_CONVERSION = 0x03
+# CALL_FUNCTION_EX's argument: a dict of keyword arguments is on the stack.
+CALL_FUNCTION_EX_KWARGS = 0x01
+# LOAD_GLOBAL_NULL_BIT_OPNAMES: the argument's low bit pushes a NULL (the name index is
+# the rest of the argument).
+PUSH_NULL_BIT = 0x01
+
+
+# The translator's handler names: one per jump kind whatever its direction, so a handler
+# is written once for every version (3.12 has only some of 3.11's direction variants).
+GENERIC_OPNAMES: dict[str, str] = {
+    "JUMP_FORWARD": "JUMP",
+    "JUMP_BACKWARD": "JUMP",
+    "JUMP_BACKWARD_NO_INTERRUPT": "JUMP",
+    **{name: name.replace("_FORWARD", "").replace("_BACKWARD", "")
+       for name in OPMAP if name.startswith("POP_JUMP_")},
+}
+
+
+def generic_opname(opname: str) -> str:
+    """The direction-free name of ``opname`` (``JUMP``, ``POP_JUMP_IF_TRUE``, ...); other
+    opcodes keep their own name.
+
+    >>> generic_opname("POP_JUMP_BACKWARD_IF_NONE"), generic_opname("LOAD_FAST")
+    ('POP_JUMP_IF_NONE', 'LOAD_FAST')
+    """
+    return GENERIC_OPNAMES.get(opname, opname)
+
+
+def binary_op_symbol(arg: int) -> str:
+    """The operator of ``BINARY_OP arg`` as source spells it (``"+"``, ``"+="``).
+
+    >>> binary_op_symbol(0)
+    '+'
+    """
+    return dis._nb_ops[arg][1]  # type: ignore[attr-defined]
 
 
 def cache_entries(opname: str) -> int:
     """Number of inline CACHE code units that follow ``opname`` in ``co_code``."""
-    entries = opcode._inline_cache_entries  # a list by opcode before 3.13, a dict by name after
+    # A list by opcode before 3.13, a dict by name after.
+    entries = opcode._inline_cache_entries  # type: ignore[attr-defined]
     if isinstance(entries, dict):
         return entries.get(opname, 0)
     return entries[OPMAP[opname]]

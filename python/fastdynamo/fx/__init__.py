@@ -1,11 +1,5 @@
-"""FX graph construction for the translator: :class:`OutputGraph` holds the graph, its
-FakeTensor mode, the graph inputs and their sources, and the guards collected so far.
+"""Passes over captured torch.fx graphs (no translator state: capture builds the graphs,
+see :mod:`fastdynamo.capture.output_graph`)."""
+from .passes import count_ops, eliminate_dead_code
 
->>> from fastdynamo.fx import OutputGraph
->>> OutputGraph().graph.nodes.__len__()
-0
-"""
-from .output_graph import GraphInput, OutputGraph
-from .passes import eliminate_dead_code, count_ops
-
-__all__ = ["GraphInput", "OutputGraph", "eliminate_dead_code", "count_ops"]
+__all__ = ["count_ops", "eliminate_dead_code"]

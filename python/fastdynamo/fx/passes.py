@@ -10,34 +10,43 @@
 from __future__ import annotations
 
 import operator
+from typing import Any, Mapping
 
 import torch
 import torch.fx
 
-# Nodes that matter even when nothing reads their result.
-_EFFECTFUL_TARGETS = {torch._C._set_grad_enabled, operator.setitem, operator.iadd, operator.isub,
-                      operator.imul, operator.itruediv, operator.ifloordiv, operator.imod,
-                      operator.ipow, operator.iand, operator.ior, operator.ixor, operator.ilshift,
-                      operator.irshift, operator.imatmul}
+# Python operators that write to their first argument (``x += y``, ``x[i] = y``).
+INPLACE_OPERATORS = frozenset({operator.iadd, operator.isub, operator.imul, operator.itruediv,
+                               operator.ifloordiv, operator.imod, operator.ipow, operator.iand,
+                               operator.ior, operator.ixor, operator.ilshift, operator.irshift,
+                               operator.imatmul, operator.setitem})
+
+
+def mutates_first_argument(op: str, target: Any, kwargs: Mapping[str, Any]) -> bool:
+    """True for a graph call (``op`` is ``call_function`` or ``call_method``) that writes
+    to its first argument: ``inplace=True``, an in-place operator, or torch's naming
+    convention for in-place ops (``add_``, ``Tensor.mul_``).
+
+    >>> mutates_first_argument("call_method", "add_", {}), mutates_first_argument("call_method", "add", {})
+    (True, False)
+    >>> mutates_first_argument("call_function", operator.iadd, {})
+    True
+    """
+    if kwargs.get("inplace") is True or target in INPLACE_OPERATORS:
+        return True
+    name = target if op == "call_method" else getattr(target, "__name__", "")
+    return isinstance(name, str) and name.endswith("_") and not name.startswith("_")
 
 
 def is_effectful(node: torch.fx.Node) -> bool:
     """True for nodes that mutate state (in-place ops, grad mode switches)."""
-    if node.op in ("placeholder", "output"):
+    if node.op in ("placeholder", "output") or node.meta.get("inplace"):
         return True
-    if node.meta.get("inplace"):
+    if node.op == "call_function" and node.target is torch._C._set_grad_enabled:
         return True
-    if node.op == "call_method":
-        return _is_inplace_name(node.target)
-    if node.op == "call_function":
-        if node.target in _EFFECTFUL_TARGETS:
-            return True
-        return _is_inplace_name(getattr(node.target, "__name__", ""))
+    if node.op in ("call_function", "call_method"):
+        return mutates_first_argument(node.op, node.target, node.kwargs)
     return False
-
-
-def _is_inplace_name(name: str) -> bool:
-    return name.endswith("_") and not name.startswith("_")
 
 
 def eliminate_dead_code(graph: torch.fx.Graph) -> int:

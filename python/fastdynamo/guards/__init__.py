@@ -4,7 +4,7 @@ The translator records :class:`Guard` objects; :func:`compile_guards` turns them
 the native ``GuardSet`` (a Rust tree evaluated on every call). The spec is plain tuples
 so that the Rust side never calls back into Python to understand it.
 
->>> from fastdynamo.sources import LocalSource
+>>> from fastdynamo.guards.sources import LocalSource
 >>> g = Guard(LocalSource(0, "n"), equals(4))
 >>> g.spec()
 (('local', 0, 'n'), ('equals', 4))
@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
-from ..sources import Source
+from .sources import Source
 
 TORCH_STATE = ("torch_state",)
 
@@ -47,6 +47,8 @@ class Guard:
             return f"{name} is None"
         if kind == "not_none":
             return f"{name} is not None"
+        if kind == "contains":
+            return f"{args[0]!r} {'in' if args[1] else 'not in'} {name}"
         if kind == "tensor":
             tensor, sizes, strides = args
             return (f"tensor {name}: {_qualname(type(tensor))} {tensor.dtype} {tensor.device} "
@@ -92,6 +94,11 @@ def is_none() -> tuple:
 
 def not_none() -> tuple:
     return ("not_none",)
+
+
+def contains(key: Any, present: bool) -> tuple:
+    """``key in value`` is ``present``: a mapping key that must stay (or stay absent)."""
+    return ("contains", key, present)
 
 
 def tensor_match(tensor: Any, sizes: Sequence[int | None] | None = None,

@@ -87,6 +87,8 @@ def _write_atomically(path: Path, source: str) -> None:
 def _import(key: str, path: Path) -> ModuleType:
     name = f"fastdynamo_generated_{key[:32]}"
     spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"{path} is not an importable Python file")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # inspect.getsource (triton.jit) looks modules up here
     spec.loader.exec_module(module)

@@ -34,7 +34,8 @@ import hashlib
 import logging
 import os
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import Any, Callable
 
 import torch
 from torch.utils import _pytree as pytree
@@ -96,8 +97,8 @@ def aten_forward(gm: torch.fx.GraphModule, reason: str):
     from ..eager import graph_to_function
 
     forward = graph_to_function(gm)
-    forward.__func__.fallback_reason = reason  # a bound method reads attributes of its function
-    forward.__func__.kernel_count = 0
+    # a bound method reads attributes of its function
+    forward.__func__.__dict__.update(fallback_reason=reason, kernel_count=0)
     return forward
 
 
@@ -135,9 +136,9 @@ class CompiledGraph:
         self.attribute_names = attribute_names(gm)
         self.enables_grad = _enables_grad(gm)
         self.specialisations: dict = {}
-        self.module = None
+        self.module: ModuleType | None = None
         self.fallback_reason: str | None = None
-        self._aten_forward = None
+        self._aten_forward: Callable[..., Any] | None = None
 
     def _aten(self, *args: Any) -> Any:
         """The graph as ATen ops, for calls whose inputs need autograd or have no kernels."""

@@ -33,8 +33,18 @@ from dataclasses import dataclass, field
 
 from . import indexing
 from .indexing import ZERO, Var
-from .ir import (IndexValue, IRVerificationError, ExternNode, KernelGraph, Load, Op, PointwiseNode, ReductionNode,
-                 extern_buffer_args, iter_loads)
+from .ir import (
+    ExternNode,
+    IndexValue,
+    IRVerificationError,
+    KernelGraph,
+    Load,
+    Op,
+    PointwiseNode,
+    ReductionNode,
+    extern_buffer_args,
+    iter_loads,
+)
 
 # Largest body (in operations) a consumer may grow to by inlining: reads of one value at
 # several indices duplicate its expression, so unbounded inlining can blow up.
@@ -103,8 +113,8 @@ class KernelGroup:
     def var_map(self, node) -> dict:
         """Node variables -> group index expressions, for rendering its body in place."""
         if isinstance(node, ReductionNode):
-            return {var.name: expr for var, expr in zip(node.vars, self.dim_vars())}
-        return {var.name: expr for var, expr in zip(node.vars, self.canonical_index(node))}
+            return {var.name: expr for var, expr in zip(node.vars, self.dim_vars(), strict=True)}
+        return {var.name: expr for var, expr in zip(node.vars, self.canonical_index(node), strict=True)}
 
 
 @dataclass
@@ -141,6 +151,8 @@ class Schedule:
                 _check(name not in placed, f"{name} is in two groups")
                 placed.add(name)
                 _check(step.space_of(node) is not None, f"{name} does not fit {step.name}'s iteration space")
+                if not isinstance(node, (PointwiseNode, ReductionNode)):
+                    raise IRVerificationError(f"{name}: only pointwise and reduction nodes fuse")
                 for buffer, index in group_loads(nodes, members, node.body, step.var_map(node)):
                     if buffer in members:
                         _check(tuple(index) == tuple(step.canonical_index(nodes[buffer])),
@@ -172,7 +184,7 @@ def group_loads(nodes: dict, members: set, expr, var_map: dict, memo: set | None
             if key in memo:
                 continue
             memo.add(key)
-            inner_map = {var.name: e for var, e in zip(target.vars, index)}
+            inner_map = {var.name: e for var, e in zip(target.vars, index, strict=True)}
             yield from group_loads(nodes, members, target.body, inner_map, memo)
         else:
             yield load.buffer, index
@@ -242,7 +254,7 @@ def inline_broadcast_inputs(graph: KernelGraph) -> KernelGraph:
 def _inline_loads(expr, node: PointwiseNode):
     """``expr`` with every read of ``node`` replaced by ``node``'s body at that index."""
     if isinstance(expr, Load) and expr.buffer == node.name:
-        mapping = {var.name: index for var, index in zip(node.vars, expr.index)}
+        mapping = {var.name: index for var, index in zip(node.vars, expr.index, strict=True)}
         return _substitute_vars(node.body, mapping)
     if isinstance(expr, Op):
         return dataclasses.replace(expr, args=tuple(_inline_loads(arg, node) for arg in expr.args))

@@ -46,19 +46,19 @@ class Sum:
 class Scaled:
     """``expr * factor`` with ``factor >= 2``."""
 
-    expr: object
+    expr: IndexExpr
     factor: int
 
 
 @dataclass(frozen=True)
 class FloorDiv:
-    expr: object
+    expr: IndexExpr
     divisor: int
 
 
 @dataclass(frozen=True)
 class Mod:
-    expr: object
+    expr: IndexExpr
     modulus: int
 
 
@@ -86,14 +86,14 @@ def upper_bound(expr: IndexExpr) -> int:
     raise TypeError(f"not an index expression: {expr!r}")
 
 
-def _split(expr: IndexExpr) -> tuple[object, int]:
+def _split(expr: IndexExpr) -> tuple[IndexExpr, int]:
     """``expr`` as (atom, factor) so that sums can merge like terms."""
     if isinstance(expr, Scaled):
         return expr.expr, expr.factor
     return expr, 1
 
 
-def _scaled(atom: object, factor: int) -> IndexExpr:
+def _scaled(atom: IndexExpr, factor: int) -> IndexExpr:
     if factor == 0:
         return ZERO
     return atom if factor == 1 else Scaled(atom, factor)
@@ -101,7 +101,7 @@ def _scaled(atom: object, factor: int) -> IndexExpr:
 
 def add(*exprs: IndexExpr | int) -> IndexExpr:
     """Sum of expressions, merging like terms and folding constants."""
-    coefficients: dict[object, int] = {}
+    coefficients: dict[IndexExpr, int] = {}
     offset = 0
     pending = [as_index(e) for e in exprs]
     while pending:
@@ -123,7 +123,7 @@ def add(*exprs: IndexExpr | int) -> IndexExpr:
     return Sum(terms, offset)
 
 
-def _recombine_div_mod(coefficients: dict[object, int]) -> None:
+def _recombine_div_mod(coefficients: dict[IndexExpr, int]) -> None:
     # (e // m) * m * c + (e % m) * c == e * c: what a reshape to more dims followed by
     # contiguous address arithmetic produces; folding it keeps loads vectorisable.
     for atom in list(coefficients):
@@ -260,7 +260,7 @@ def linear_offset(index: tuple, strides: tuple) -> IndexExpr:
     >>> render(linear_offset((Var("a", 2), Var("b", 3)), (3, 1)))
     'a * 3 + b'
     """
-    return add(*(mul(i, s) for i, s in zip(index, strides)))
+    return add(*(mul(i, s) for i, s in zip(index, strides, strict=True)))
 
 
 def unravel(linear: IndexExpr, shape: tuple) -> tuple:

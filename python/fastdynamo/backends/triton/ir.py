@@ -62,7 +62,7 @@ class Op:
 class IndexValue:
     """An index expression used as a value (``arange``/``iota``)."""
 
-    index: object
+    index: indexing.IndexExpr
     dtype: torch.dtype
 
 
@@ -83,7 +83,7 @@ class PointwiseNode:
     shape: tuple
     dtype: torch.dtype
     vars: tuple
-    body: object
+    body: ValueExpr
     stride: tuple | None = None  # layout when realised; from the ATen value's strides
     kind = "pointwise"
 
@@ -102,7 +102,7 @@ class ReductionNode:
     reduced_dims: tuple
     reduction_type: str
     vars: tuple
-    body: object
+    body: ValueExpr
     stride: tuple | None = None
     kind = "reduction"
 
@@ -200,7 +200,7 @@ class KernelGraph:
             if isinstance(node, (PointwiseNode, ReductionNode)):
                 space = node.shape if isinstance(node, PointwiseNode) else node.full_shape
                 _check(len(node.vars) == len(space), f"{node.name}: one var per dimension")
-                for var, size in zip(node.vars, space):
+                for var, size in zip(node.vars, space, strict=True):
                     _check(var.extent == size, f"{node.name}: var {var.name} extent {var.extent} != {size}")
                 scope = {var.name for var in node.vars}
                 _verify_expr(node.body, seen, scope, node.name)
@@ -251,7 +251,7 @@ def _verify_expr(expr: object, seen: dict, scope: set, owner: str) -> None:
         shape, dtype = seen[expr.buffer]
         _check(len(expr.index) == len(shape), f"{owner}: index rank {len(expr.index)} for {expr.buffer}{list(shape)}")
         _check(expr.dtype == dtype, f"{owner}: load of {expr.buffer} as {expr.dtype}, buffer is {dtype}")
-        for e, size in zip(expr.index, shape):
+        for e, size in zip(expr.index, shape, strict=True):
             _check(indexing.free_vars(e) <= scope, f"{owner}: index uses vars out of scope")
             _check(indexing.upper_bound(e) <= max(size, 1), f"{owner}: index {indexing.render(e)} out of bounds of {size}")
     elif isinstance(expr, Op):

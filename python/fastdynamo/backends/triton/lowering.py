@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.fx
@@ -54,7 +55,7 @@ def attribute_names(gm: torch.nn.Module) -> list[str]:
 
 
 def attribute_values(gm: torch.nn.Module, names: list[str]) -> list:
-    values = dict(gm.named_parameters())
+    values: dict[str, torch.Tensor] = dict(gm.named_parameters())
     values.update(gm.named_buffers())
     return [values[name] for name in names]
 
@@ -66,7 +67,7 @@ def trace_aten(gm: torch.fx.GraphModule, example_inputs: list) -> TracedGraph:
     user_count = len(example_inputs)
 
     def flat_forward(*args):
-        attributes = dict(zip(names, args[user_count:]))
+        attributes = dict(zip(names, args[user_count:], strict=True))
         result = torch.func.functional_call(gm, attributes, tuple(args[:user_count]))
         return pytree.tree_flatten(result)[0]
 
@@ -87,9 +88,10 @@ class _Lowering:
         self.gm = aten_gm
         # not Graph.find_nodes: GPU machines may have a torch older than 2.4
         placeholders = [node for node in aten_gm.graph.nodes if node.op == "placeholder"]
-        self.input_names = dict(zip(placeholders, input_names or [node.name for node in placeholders]))
+        names = input_names or [node.name for node in placeholders]
+        self.input_names = dict(zip(placeholders, names, strict=True))
         self.graph = KernelGraph()
-        self.env: dict[torch.fx.Node, object] = {}
+        self.env: dict[torch.fx.Node, Any] = {}  # TensorValue, tuple of them, or a constant
         self.counter = 0
         self.order = {node: i for i, node in enumerate(aten_gm.graph.nodes)}
         # Aliasing, read off the FakeTensors make_fx left in node.meta: values that share a
@@ -139,7 +141,7 @@ class _Lowering:
 
     def lower_call(self, node: torch.fx.Node):
         if node.target is operator.getitem:
-            container = self.env[node.args[0]]
+            container = self.lookup(node.args[0])
             return container[node.args[1]]
         meta = node.meta.get("val")
         for value in pytree.tree_leaves(meta):
@@ -152,7 +154,9 @@ class _Lowering:
         if target is not node.target:
             # An in-place op made functional: whoever reads its argument later reads the
             # new value (functional_target proved nothing else aliases it).
-            self.env[node.args[0]] = result
+            mutated = node.args[0]
+            assert isinstance(mutated, torch.fx.Node), "functional_target checked the first argument"
+            self.env[mutated] = result
         return result
 
     def lower_target(self, node: torch.fx.Node, target, meta, args, kwargs):
@@ -166,7 +170,7 @@ class _Lowering:
                 pass
         return self.lower_extern(node, target, args, kwargs, meta)
 
-    def lookup(self, value):
+    def lookup(self, value: object) -> Any:
         return self.env[value] if isinstance(value, torch.fx.Node) else value
 
     def functional_target(self, node: torch.fx.Node):
@@ -183,6 +187,8 @@ class _Lowering:
         schema = getattr(target, "_schema", None)
         if schema is None or not schema.is_mutable:
             return target
+        if not isinstance(target, torch._ops.OpOverload):
+            raise UnsupportedGraph(f"{target} writes to an argument and is not an ATen operator")
         written = _written_arguments(node, schema)
         for argument in written:
             for graph_input, name in self.input_names.items():
@@ -190,7 +196,8 @@ class _Lowering:
                     through = f" through its view {argument.name}" if argument is not graph_input else ""
                     raise UnsupportedGraph(f"{target} mutates a graph input ({name}{through})")
         mutated = node.args[0] if node.args else None
-        if written != [mutated] or not isinstance(self.env.get(mutated), TensorValue):
+        if (written != [mutated] or not isinstance(mutated, torch.fx.Node)
+                or not isinstance(self.env.get(mutated), TensorValue)):
             raise UnsupportedGraph(f"{target} writes to something other than its first argument")
         storage = self.storages[mutated]
         for other in self.gm.graph.nodes:
@@ -217,7 +224,9 @@ class _Lowering:
         extern_args = pytree.tree_map(to_arg, args)
         extern_kwargs = pytree.tree_map(to_arg, kwargs)
         name = self.fresh_name()
-        outputs, paths, values = [], [], []
+        outputs: list[ExternOutput] = []
+        paths: list[tuple] = []
+        values: list[TensorValue | None] = []
         leaves = [meta] if isinstance(meta, torch.Tensor) else meta
         if not isinstance(leaves, (list, tuple)):
             raise UnsupportedGraph(f"{target} returns a non-tensor")
@@ -251,7 +260,7 @@ def _storages(value) -> set:
 
 def _written_arguments(node: torch.fx.Node, schema) -> list:
     """The graph nodes ``node`` passes to arguments its schema marks as written."""
-    written = []
+    written: list[torch.fx.Node] = []
     for position, argument in enumerate(schema.arguments):
         if argument.alias_info is None or not argument.alias_info.is_write:
             continue

@@ -101,7 +101,7 @@ REDUCTION_RULES: dict[str, ReductionRule] = {
 }
 
 
-def reduction_identity(reduction_type: str, dtype: torch.dtype) -> object:
+def reduction_identity(reduction_type: str, dtype: torch.dtype) -> float:
     """The value masked-out lanes take so that they never win.
 
     >>> reduction_identity("max", torch.float32)
@@ -147,7 +147,7 @@ def triton_dtype(dtype: torch.dtype) -> str:
     return _TRITON_DTYPES[dtype]
 
 
-def render_literal(value: object, dtype: torch.dtype) -> str:
+def render_literal(value: float, dtype: torch.dtype) -> str:
     """A Python literal of ``value`` converted to ``dtype``, valid inside a Triton kernel.
 
     >>> render_literal(1, torch.float32), render_literal(float("-inf"), torch.float32)

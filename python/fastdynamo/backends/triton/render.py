@@ -29,7 +29,14 @@ import torch
 from . import indexing, templates
 from .fusion import KernelGroup, Schedule
 from .ir import Constant, IndexValue, Load, Op, PointwiseNode, ReductionNode, compute_dtype
-from .ops import POINTWISE_RULES, REDUCTION_RULES, accumulator_dtype, reduction_identity, render_literal, triton_dtype
+from .ops import (
+    POINTWISE_RULES,
+    REDUCTION_RULES,
+    accumulator_dtype,
+    reduction_identity,
+    render_literal,
+    triton_dtype,
+)
 
 
 @dataclass
@@ -48,7 +55,7 @@ class _Value:
 
     text: str
     dtype: torch.dtype
-    constant: object = None  # the Python value when the text is a literal
+    constant: float | None = None  # the Python value when the text is a literal
 
 
 @dataclass
@@ -88,7 +95,7 @@ class _KernelRenderer:
         extent = max(self.xnumel * self.rnumel, 1)
         for shape, stride, _ in self.meta.values():
             if stride is not None and shape:
-                extent = max(extent, sum((s - 1) * st for s, st in zip(shape, stride)) + 1)
+                extent = max(extent, sum((s - 1) * st for s, st in zip(shape, stride, strict=True)) + 1)
         return extent > INT32_LIMIT
 
     # ---- expressions -------------------------------------------------------------------
@@ -160,7 +167,7 @@ class _KernelRenderer:
         index = tuple(indexing.substitute(e, var_map) for e in load.index)
         node = self.nodes.get(load.buffer)
         if load.buffer in self.members and isinstance(node, PointwiseNode):
-            inner = {var.name: e for var, e in zip(node.vars, index)}
+            inner = {var.name: e for var, e in zip(node.vars, index, strict=True)}
             return self.value(scope, node.body, inner)
         if load.buffer in self.members and isinstance(node, ReductionNode):
             return self.reduction_value(scope, node)
@@ -241,6 +248,7 @@ class _KernelRenderer:
         if isinstance(node, ReductionNode):
             value = self.reduction_value(scope, node)
         else:
+            assert isinstance(node, PointwiseNode), f"{name}: a kernel stores only the nodes it computes"
             value = self.value(scope, node.body, self.group.var_map(node))
         shape, stride, dtype = self.meta[name]
         offset = indexing.linear_offset(self.group.canonical_index(node), stride)
@@ -297,16 +305,16 @@ class _KernelRenderer:
         row_stores = [n for n in self.group.stores if self.group.space_of(self.nodes[n]) == "row"]
         full_stores = [n for n in self.group.stores if n not in row_stores]
         for pass_number in range(final_pass + 1):
-            reductions = [n for n in self.group.members if isinstance(self.nodes[n], ReductionNode)
-                          and depth[n] == pass_number + 1]
+            reductions = [node for n in self.group.members
+                          if isinstance(node := self.nodes[n], ReductionNode) and depth[n] == pass_number + 1]
             stores = [n for n in full_stores if depth[n] == pass_number]
             if not reductions and not stores:
                 continue
             loop = _Scope("        ", parent=outer)
             loop.lines += self.index_lines("        ", "rindex", self.group.r_shape, "r", self.rnumel)
             after = _Scope("    ", parent=outer)
-            for name in reductions:
-                self.looped_reduction(outer, loop, after, self.nodes[name])
+            for node in reductions:
+                self.looped_reduction(outer, loop, after, node)
             for name in stores:
                 self.store(loop, name)
             outer.lines.append(templates.ROW_LOOP.format(body="\n".join(loop.lines)))

@@ -104,7 +104,7 @@ def launch_configs(kind: str, xnumel: int, rnumel: int, overrides: tuple = ()) -
 
     ``overrides`` replaces the candidates (tests use it to force small blocks).
     """
-    configs = []
+    configs: list[dict] = []
     for candidate in overrides or CANDIDATE_CONFIGS[kind]:
         config = dict(candidate)
         config["XBLOCK"] = min(config["XBLOCK"], next_power_of_two(xnumel))

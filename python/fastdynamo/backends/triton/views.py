@@ -52,7 +52,7 @@ class TensorValue:
         )
 
 
-def permute(value: TensorValue, dims, target: Any, call_args: tuple = None) -> TensorValue:
+def permute(value: TensorValue, dims, target: Any, call_args: tuple | None = None) -> TensorValue:
     dims = [d % max(len(value.shape), 1) for d in dims]
     shape = tuple(value.shape[d] for d in dims)
 
@@ -137,7 +137,7 @@ def broadcast_in_dim(value: TensorValue, out_shape: tuple, broadcast_dims, call:
     def to_self(index):
         return tuple(
             ZERO if size == 1 and out_shape[out_dim] != 1 else index[out_dim]
-            for size, out_dim in zip(value.shape, broadcast_dims)
+            for size, out_dim in zip(value.shape, broadcast_dims, strict=True)
         )
 
     return value.derive(out_shape, to_self, call)

@@ -125,7 +125,7 @@ def _extern_lines(step: ExternNode) -> list[str]:
         return [f"    {out.name} = {call}",
                 f"    {out.name} = _runtime.with_strides({out.name}, {out.shape!r}, {out.stride!r})"]
     lines = [f"    {step.name} = {call}"]
-    for out, path in zip(step.outputs, step.result_paths):
+    for out, path in zip(step.outputs, step.result_paths, strict=True):
         lines.append(f"    {out.name} = _runtime.with_strides({step.name}{''.join(f'[{p}]' for p in path)}, "
                      f"{out.shape!r}, {out.stride!r})")
     lines.append(f"    del {step.name}")

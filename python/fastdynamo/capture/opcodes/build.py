@@ -1,0 +1,100 @@
+"""Building and unpacking containers, slices and strings."""
+from __future__ import annotations
+
+from ...bytecode import version
+from ...exc import unsupported
+from ..variables.constant import ConstantVariable
+from ..variables.containers import DictVariable, ListVariable, SetVariable, TupleVariable, dict_items
+
+
+class BuildOpcodes:
+    def BUILD_TUPLE(self, inst):
+        self.push(TupleVariable(self.popn(inst.arg)))
+
+    def BUILD_LIST(self, inst):
+        self.push(ListVariable(self.popn(inst.arg)))
+
+    def BUILD_SET(self, inst):
+        self.push(SetVariable({v.as_python_constant() for v in self.popn(inst.arg)}))
+
+    def BUILD_MAP(self, inst):
+        flat = self.popn(2 * inst.arg)
+        self.push(DictVariable({flat[i].as_python_constant(): flat[i + 1] for i in range(0, len(flat), 2)}))
+
+    def BUILD_CONST_KEY_MAP(self, inst):
+        keys = self.pop().as_python_constant()
+        values = self.popn(inst.arg)
+        self.push(DictVariable(dict(zip(keys, values, strict=True))))
+
+    def BUILD_SLICE(self, inst):
+        parts = self.popn(inst.arg)
+        if not all(p.is_python_constant() for p in parts):
+            raise unsupported("slice with non-constant bounds")
+        self.push(ConstantVariable(slice(*[p.as_python_constant() for p in parts])))
+
+    def BUILD_STRING(self, inst):
+        parts = self.popn(inst.arg)
+        self.push(ConstantVariable("".join(p.as_python_constant() for p in parts)))
+
+    def FORMAT_VALUE(self, inst):
+        flags = inst.arg
+        spec = self.pop().as_python_constant() if flags & version.FORMAT_VALUE_HAS_SPEC else ""
+        value = self.pop().as_python_constant()
+        convert = {0: lambda v: v, 1: str, 2: repr, 3: ascii}[flags & version.FORMAT_VALUE_CONVERSION]
+        self.push(ConstantVariable(format(convert(value), spec)))
+
+    def LIST_APPEND(self, inst):
+        value = self.pop()
+        self.stack[-inst.arg].items.append(value)
+
+    def SET_ADD(self, inst):
+        value = self.pop()
+        self.stack[-inst.arg].items.add(value.as_python_constant())
+
+    def MAP_ADD(self, inst):
+        value = self.pop()
+        key = self.pop()
+        self.stack[-inst.arg].items[key.as_python_constant()] = value
+
+    def LIST_EXTEND(self, inst):
+        iterable = self.pop()
+        self.stack[-inst.arg].items.extend(iterable.unpack_var_sequence(self))
+
+    def SET_UPDATE(self, inst):
+        iterable = self.pop()
+        self.stack[-inst.arg].items.update(v.as_python_constant() for v in iterable.unpack_var_sequence(self))
+
+    def DICT_UPDATE(self, inst):
+        update = self.pop()
+        self.stack[-inst.arg].items.update(dict_items(self, update))
+
+    def DICT_MERGE(self, inst):
+        update = dict_items(self, self.pop())
+        target = self.stack[-inst.arg]
+        duplicate = set(update) & set(target.items)
+        if duplicate:
+            raise unsupported(f"got multiple values for keyword argument {sorted(duplicate)[0]!r}")
+        target.items.update(update)
+
+    def LIST_TO_TUPLE(self, inst):
+        self.push(TupleVariable(self.pop().items))
+
+    def UNPACK_SEQUENCE(self, inst):
+        items = self.pop().unpack_var_sequence(self)
+        if len(items) != inst.arg:
+            raise unsupported(f"unpacking {len(items)} values into {inst.arg} names")
+        for item in reversed(items):
+            self.push(item)
+
+    def UNPACK_EX(self, inst):
+        before, after = inst.arg & 0xFF, inst.arg >> 8
+        items = self.pop().unpack_var_sequence(self)
+        if len(items) < before + after:
+            raise unsupported(f"not enough values to unpack ({len(items)})")
+        tail = items[len(items) - after:] if after else []
+        middle = items[before:len(items) - after]
+        for item in reversed(tail):
+            self.push(item)
+        self.push(ListVariable(middle))
+        for item in reversed(items[:before]):
+            self.push(item)

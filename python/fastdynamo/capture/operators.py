@@ -1,0 +1,149 @@
+"""Python operators on symbolic values: ``+``, ``<``, ``is``, ``-x``, ``not x``, ``a[i]``.
+
+Tensors on either side make one FX node; constants are computed for real; tuples and
+lists concatenate and repeat symbolically.
+
+>>> from fastdynamo.capture.variables.constant import ConstantVariable
+>>> binary_op(None, operator.add, ConstantVariable(2), ConstantVariable(3)).as_python_constant()
+5
+"""
+from __future__ import annotations
+
+import operator
+from typing import Any, Callable
+
+from ..exc import unsupported
+from .variables.base import VariableTracker
+from .variables.constant import ConstantVariable, wrap_constant_result
+from .variables.containers import BaseSequenceVariable, ListVariable, TupleVariable
+from .variables.tensor import TensorVariable
+
+BINARY_OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
+    "+": operator.add, "&": operator.and_, "//": operator.floordiv, "<<": operator.lshift,
+    "@": operator.matmul, "*": operator.mul, "%": operator.mod, "|": operator.or_,
+    "**": operator.pow, ">>": operator.rshift, "-": operator.sub, "/": operator.truediv,
+    "^": operator.xor,
+    "+=": operator.iadd, "&=": operator.iand, "//=": operator.ifloordiv, "<<=": operator.ilshift,
+    "@=": operator.imatmul, "*=": operator.imul, "%=": operator.imod, "|=": operator.ior,
+    "**=": operator.ipow, ">>=": operator.irshift, "-=": operator.isub, "/=": operator.itruediv,
+    "^=": operator.ixor,
+}
+COMPARE_OPERATORS = {"<": operator.lt, "<=": operator.le, "==": operator.eq, "!=": operator.ne,
+                     ">": operator.gt, ">=": operator.ge}
+_INPLACE_TO_PLAIN = {operator.iadd: operator.add, operator.imul: operator.mul}
+
+
+def _is_sequence(var: VariableTracker) -> bool:
+    if isinstance(var, BaseSequenceVariable):
+        return True
+    return isinstance(var, ConstantVariable) and type(var.value) in (tuple, list)
+
+
+def _sequence_items(var: VariableTracker) -> list[VariableTracker]:
+    if isinstance(var, BaseSequenceVariable):
+        return list(var.items)
+    assert isinstance(var, ConstantVariable), "_is_sequence checked it"
+    return [wrap_constant_result(v) for v in var.value]
+
+
+def binary_op(tx, op: Callable, left: VariableTracker, right: VariableTracker) -> VariableTracker:
+    """``op(left, right)`` for an ``operator`` function (including in-place ones)."""
+    if isinstance(left, TensorVariable) or isinstance(right, TensorVariable):
+        return tx.output.record_call("call_function", op, [left, right], {})
+    if left.is_python_constant() and right.is_python_constant() and not (
+            isinstance(left, ListVariable) or isinstance(right, ListVariable)):
+        try:
+            return wrap_constant_result(op(left.as_python_constant(), right.as_python_constant()))
+        except Exception as err:  # noqa: BLE001 - the eager run raises the real error
+            raise unsupported(f"{op.__name__} on constants raised {type(err).__name__}: {err}") from err
+    plain = _INPLACE_TO_PLAIN.get(op, op)
+    if plain is operator.add and _is_sequence(left) and _is_sequence(right):
+        items = _sequence_items(left) + _sequence_items(right)
+        if op is operator.iadd and isinstance(left, ListVariable):
+            left.check_mutable(tx)
+            left.items = items
+            return left
+        return ListVariable(items) if left.python_type() is list else TupleVariable(items)
+    if plain is operator.mul and _is_sequence(left) and right.is_python_constant():
+        items = _sequence_items(left) * right.as_python_constant()
+        if op is operator.imul and isinstance(left, ListVariable):
+            left.check_mutable(tx)  # list *= n repeats in place
+            left.items = items
+            return left
+        return ListVariable(items) if left.python_type() is list else TupleVariable(items)
+    raise unsupported(f"{op.__name__}({left.describe()}, {right.describe()})")
+
+
+def compare_op(tx, op: Callable, left: VariableTracker, right: VariableTracker) -> VariableTracker:
+    """``left <op> right`` for the six rich comparisons."""
+    if isinstance(left, TensorVariable) or isinstance(right, TensorVariable):
+        if op in (operator.eq, operator.ne) and (left.is_python_constant() and left.as_python_constant() is None
+                                                 or right.is_python_constant() and right.as_python_constant() is None):
+            return ConstantVariable(op is operator.ne)
+        return tx.output.record_call("call_function", op, [left, right], {})
+    if left.is_python_constant() and right.is_python_constant():
+        return ConstantVariable(op(left.as_python_constant(), right.as_python_constant()))
+    if op in (operator.eq, operator.ne):
+        same = is_same(left, right)
+        return ConstantVariable(same if op is operator.eq else not same)
+    raise unsupported(f"{op.__name__}({left.describe()}, {right.describe()})")
+
+
+def is_same(left: VariableTracker, right: VariableTracker) -> bool:
+    """``left is right`` when it is decidable at trace time."""
+    if left is right:
+        return True
+    if isinstance(left, TensorVariable) and isinstance(right, TensorVariable):
+        return left.example is right.example
+    if isinstance(left, TensorVariable) or isinstance(right, TensorVariable):
+        other = right if isinstance(left, TensorVariable) else left
+        if other.is_python_constant():
+            return False
+        raise unsupported(f"identity of a tensor and {other.describe()}")
+    if left.is_python_constant() and right.is_python_constant():
+        return left.as_python_constant() is right.as_python_constant()
+    if isinstance(left, BaseSequenceVariable) or isinstance(right, BaseSequenceVariable):
+        return False
+    raise unsupported(f"identity of {left.describe()} and {right.describe()}")
+
+
+def unary_op(tx, op: Callable, value: VariableTracker) -> VariableTracker:
+    """``-x``, ``+x``, ``~x``."""
+    if isinstance(value, TensorVariable):
+        return tx.output.record_call("call_function", op, [value], {})
+    return wrap_constant_result(op(value.as_python_constant()))
+
+
+def contains_op(tx, item: VariableTracker, container: VariableTracker) -> bool:
+    """``item in container``."""
+    from .variables.containers import DictVariable
+    from .variables.environ import EnvironVariable
+
+    if isinstance(container, DictVariable):
+        return item.as_python_constant() in container.items
+    if isinstance(container, EnvironVariable):
+        return container.contains(tx, item)
+    if isinstance(container, TensorVariable) or isinstance(item, TensorVariable):
+        raise unsupported("`in` on a tensor (data-dependent)")
+    if container.is_python_constant() and item.is_python_constant():
+        return item.as_python_constant() in container.as_python_constant()
+    for element in container.unpack_var_sequence(tx):
+        if is_same(element, item) or (element.is_python_constant() and item.is_python_constant()
+                                      and element.as_python_constant() == item.as_python_constant()):
+            return True
+    return False
+
+
+def getitem(tx, container: VariableTracker, index: VariableTracker) -> VariableTracker:
+    """``container[index]``."""
+    if isinstance(container, TensorVariable):
+        return tx.output.record_call("call_function", operator.getitem, [container, index], {})
+    return container.getitem(tx, index)
+
+
+def setitem(tx, container: VariableTracker, index: VariableTracker, value: VariableTracker) -> None:
+    """``container[index] = value``."""
+    if isinstance(container, TensorVariable):
+        tx.output.record_call("call_function", operator.setitem, [container, index, value], {})
+        return
+    container.setitem(tx, index, value)

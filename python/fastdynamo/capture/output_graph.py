@@ -1,0 +1,286 @@
+"""The graph being captured: FX nodes, FakeTensor metadata, graph inputs and guards.
+
+Every tensor operation the translator meets is recorded generically: one FX node whose
+metadata comes from running the same call on FakeTensors. Calls whose result depends on
+tensor data (``nonzero``, ``bool(t)``) fail under FakeTensorMode and become
+:class:`~fastdynamo.exc.Unsupported`.
+
+>>> import torch
+>>> from fastdynamo.guards.sources import LocalSource
+>>> out = OutputGraph()
+>>> x = out.add_tensor_input(torch.ones(2, 3), LocalSource(0, "x"))
+>>> y = out.record_call("call_function", torch.relu, [x], {})
+>>> tuple(y.example.shape)
+(2, 3)
+"""
+from __future__ import annotations
+
+import operator
+import re
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+import torch.fx
+from torch._subclasses.fake_tensor import (
+    DataDependentOutputException,
+    DynamicOutputShapeException,
+    FakeTensorMode,
+)
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from .. import config
+from ..exc import unsupported
+from ..fx.passes import eliminate_dead_code, mutates_first_argument
+from ..guards import Guard, tensor_match
+from ..guards.sources import Source
+
+
+@dataclass
+class GraphInput:
+    """A placeholder of the graph and the source the rewritten code loads it from."""
+
+    source: Source
+    node: torch.fx.Node
+    example: torch.Tensor  # the real tensor seen at trace time
+
+
+class OutputGraph:
+    """Graph, fake mode, inputs and guards of one capture (shared by inlined translators)."""
+
+    def __init__(self) -> None:
+        from .side_effects import SideEffects
+
+        self.graph = torch.fx.Graph()
+        self.side_effects = SideEffects(self.add_guard)
+        self.fake_mode = FakeTensorMode()
+        self.inputs: list[GraphInput] = []
+        self._inputs_by_source: dict[Source, Any] = {}
+        self._input_storages: set[int] = set()
+        self._guards: dict[tuple, Guard] = {}
+        self._names: set[str] = set()
+        self.steps = 0  # instructions run by every translator of this capture
+        self.mutates_inputs = False  # an op writes to a graph input (or a view of one)
+        self.draws_random = False  # an op consumes the random number generator
+        self.traced_handlers = False  # some traced code has try/with blocks (fallback.py)
+
+    def count_step(self) -> None:
+        """One more instruction traced; past ``config.max_trace_steps`` the trace gives up
+        (a long Python loop is cheaper to run than to unroll)."""
+        self.steps += 1
+        if self.steps > config.max_trace_steps:
+            raise unsupported(f"trace longer than {config.max_trace_steps} instructions "
+                              "(config.max_trace_steps)")
+
+    # -- guards -----------------------------------------------------------------
+    def add_guard(self, source: Source | None, check: tuple) -> None:
+        """Record that the trace assumed ``check`` on ``source`` (deduplicated)."""
+        key = (source, check[0]) if check[0] == "tensor" else (source, check[0], _hashable(check[1:]))
+        if key not in self._guards:
+            self._guards[key] = Guard(source, check)
+
+    @property
+    def guards(self) -> list[Guard]:
+        return list(self._guards.values())
+
+    # -- inputs -----------------------------------------------------------------
+    def add_tensor_input(self, tensor: torch.Tensor, source: Source):
+        """A placeholder for a tensor read from ``source``, guarded on its metadata."""
+        from .variables.tensor import TensorVariable
+
+        if source in self._inputs_by_source:
+            return self._inputs_by_source[source]
+        if type(tensor) not in (torch.Tensor, torch.nn.Parameter):
+            raise unsupported(f"tensor subclass {type(tensor).__qualname__} at {source.name()}")
+        self.add_guard(source, tensor_match(tensor))
+        placeholders = [n for n in self.graph.nodes if n.op == "placeholder"]
+        if placeholders:
+            ctx = self.graph.inserting_after(placeholders[-1])
+        else:
+            ctx = self.graph.inserting_before(next(iter(self.graph.nodes), None))
+        with ctx:
+            node = self.graph.placeholder(self._unique_name(source.name()))
+        fake = self.fake_mode.from_tensor(tensor)
+        node.meta["example_value"] = node.meta["val"] = fake
+        self.inputs.append(GraphInput(source, node, tensor))
+        self._input_storages.add(fake.untyped_storage()._cdata)
+        var = TensorVariable(node, fake, source=source, python_type=type(tensor))
+        self._inputs_by_source[source] = var
+        return var
+
+    def aliases_input(self, fake: torch.Tensor) -> bool:
+        """True when ``fake`` shares storage with a graph input."""
+        return fake.untyped_storage()._cdata in self._input_storages
+
+    # -- recording --------------------------------------------------------------
+    def record_call(self, kind: str, target: Any, args: list, kwargs: dict):
+        """Record ``target(*args, **kwargs)`` (``kind`` is ``call_function`` or
+        ``call_method``) as one node and return the wrapped result."""
+        node_args = tuple(a.graph_arg(False) for a in args)
+        node_kwargs = {k: v.graph_arg(False) for k, v in kwargs.items()}
+        fake_args = [a.graph_arg(True) for a in args]
+        fake_kwargs = {k: v.graph_arg(True) for k, v in kwargs.items()}
+        self._check_mutation(kind, target, fake_args, fake_kwargs)
+        input_layout = (_layout(fake_args[0]) if mutates_first_argument(kind, target, fake_kwargs)
+                        and args and self.is_input(args[0]) else None)
+        name = target if isinstance(target, str) else getattr(target, "__name__", repr(target))
+        try:
+            with self.fake_mode, _AtenEffects(self):
+                if kind == "call_method":
+                    result = getattr(fake_args[0], target)(*fake_args[1:], **fake_kwargs)
+                else:
+                    result = target(*fake_args, **fake_kwargs)
+        except (DataDependentOutputException, DynamicOutputShapeException) as err:
+            raise unsupported(f"{name}: result depends on tensor data ({type(err).__name__})") from err
+        except Exception as err:  # noqa: BLE001 - the eager run will raise the real error
+            raise unsupported(f"{name} raised {type(err).__name__} during tracing: {err}") from err
+        self._check_input_metadata(target, fake_args, input_layout)
+        node = self.graph.create_node(kind, target, node_args, node_kwargs)
+        node.meta["example_value"] = node.meta["val"] = result
+        if mutates_first_argument(kind, target, fake_kwargs):
+            node.meta["inplace"] = True
+            if self.is_input(args[0]) and result is fake_args[0]:
+                # ``x.add_(1)`` / ``x += 1`` on an input is the input itself: later uses
+                # read the placeholder (mutated when this node runs) and returning it
+                # returns the caller's tensor, as in eager.
+                return args[0]
+        wrapped = self.wrap_result(node, result)
+        if not node.users and not _contains_tensor(result) and not node.meta.get("inplace"):
+            self.graph.erase_node(node)  # a metadata query: keep the constant, drop the node
+        return wrapped
+
+    def wrap_result(self, node: torch.fx.Node, value: Any):
+        """Wrap a FakeTensor-run result: tensors become TensorVariables, tuples are split
+        with ``getitem`` nodes, anything else is a constant."""
+        from .variables.constant import ConstantVariable
+        from .variables.containers import ListVariable, TupleVariable
+        from .variables.tensor import TensorVariable
+
+        if isinstance(value, torch.Tensor):
+            return TensorVariable(node, value)
+        if isinstance(value, (tuple, list)) and not isinstance(value, torch.Size) and _contains_tensor(value):
+            items = []
+            for i, item in enumerate(value):
+                item_node = self.graph.call_function(operator.getitem, (node, i))
+                item_node.meta["example_value"] = item_node.meta["val"] = item
+                items.append(self.wrap_result(item_node, item))
+            if isinstance(value, list):
+                return ListVariable(items)
+            return TupleVariable(items, tuple_type=type(value))
+        if isinstance(value, (int, float, bool, complex, str, type(None), torch.Size, torch.dtype,
+                              torch.device, torch.memory_format, torch.layout)):
+            return ConstantVariable(value)
+        if isinstance(value, (tuple, list)):
+            return ConstantVariable(type(value)(value) if isinstance(value, tuple) else value)
+        raise unsupported(f"result of type {type(value).__qualname__} from {node.target}")
+
+    def is_input(self, value: Any) -> bool:
+        """True for the variable of a graph input (a placeholder)."""
+        return getattr(value, "source", None) is not None and value.source in self._inputs_by_source \
+            and self._inputs_by_source[value.source] is value
+
+    def _check_mutation(self, kind: str, target: Any, fake_args: list, fake_kwargs: dict) -> None:
+        """In-place ops stay in the graph, which the backend runs on the real inputs (on
+        a leaf that requires grad the FakeTensor run raises, as eager does); ``out=`` is
+        not captured."""
+        if "out" in fake_kwargs:
+            raise unsupported(f"{getattr(target, '__name__', target)}(..., out=...) writes outside the graph")
+
+    def _check_input_metadata(self, target: Any, fake_args: list, before: tuple | None) -> None:
+        """An in-place op may change an input's values, not its size, strides or autograd
+        state (other sources of the same tensor share its FakeTensor)."""
+        if before is not None and before != _layout(fake_args[0]):
+            name = target if isinstance(target, str) else getattr(target, "__name__", repr(target))
+            raise unsupported(f"in-place {name} changes the size, strides or autograd state of a graph input")
+
+    # -- finishing --------------------------------------------------------------
+    def set_grad_enabled(self, enabled: bool) -> None:
+        """Record a grad-mode switch in the graph and apply it to the tracing state."""
+        self.graph.call_function(torch._C._set_grad_enabled, (enabled,))
+        torch._C._set_grad_enabled(enabled)
+
+    def set_grad_enabled_now(self, enabled: bool) -> bool:
+        """``torch.set_grad_enabled(b)`` called as a function: switch now, return the
+        previous mode."""
+        prior = torch.is_grad_enabled()
+        self.set_grad_enabled(enabled)
+        return prior
+
+    def finish(self, outputs: list[torch.fx.Node]) -> torch.fx.GraphModule:
+        """Add the output node, clean up and build the GraphModule."""
+        self.graph.output(tuple(outputs))
+        eliminate_dead_code(self.graph)
+        self.graph.lint()
+        return torch.fx.GraphModule(torch.nn.Module(), self.graph)
+
+    def example_inputs(self) -> list[torch.Tensor]:
+        return [inp.example for inp in self.inputs]
+
+    def _unique_name(self, text: str) -> str:
+        base = re.sub(r"\W+", "_", text).strip("_") or "input"
+        if base[0].isdigit():
+            base = "_" + base
+        name, i = base, 1
+        while name in self._names:
+            name, i = f"{base}_{i}", i + 1
+        self._names.add(name)
+        return name
+
+
+def _layout(tensor: torch.Tensor) -> tuple:
+    return (tuple(tensor.shape), tensor.stride(), tensor.storage_offset(), tensor.dtype,
+            tensor.requires_grad, tensor.grad_fn is None)
+
+
+# ATen ops that write their running statistics without saying so in their schema.
+_BATCH_NORMS = frozenset({"native_batch_norm", "_native_batch_norm_legit", "batch_norm",
+                          "cudnn_batch_norm", "miopen_batch_norm", "_batch_norm_impl_index"})
+
+
+class _AtenEffects(TorchDispatchMode):
+    """Watches the ATen ops one recorded call runs on FakeTensors: whether any writes to a
+    graph input (schema ``Tensor(a!)`` arguments, batch norm's running statistics) or
+    draws random numbers (the ``nondeterministic_seeded`` tag). A graph that does either
+    cannot be run a second time (fallback.py)."""
+
+    def __init__(self, output: "OutputGraph"):
+        super().__init__()
+        self.output = output
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if torch.Tag.nondeterministic_seeded in func.tags:
+            self.output.draws_random = True
+        for written in self._written(func, args, kwargs):
+            if isinstance(written, torch.Tensor) and self.output.aliases_input(written):
+                self.output.mutates_inputs = True
+        return func(*args, **kwargs)
+
+    @staticmethod
+    def _written(func, args, kwargs) -> list:
+        schema = func._schema.arguments
+        values = list(args) + [kwargs.get(a.name) for a in schema[len(args):]]
+        pairs = list(zip(schema, values, strict=True))
+        written = [v for a, v in pairs if a.alias_info is not None and a.alias_info.is_write]
+        if func._schema.name.split("::")[-1] in _BATCH_NORMS:
+            written += [v for a, v in pairs if a.name in ("running_mean", "running_var")]
+        return [w for v in written for w in (v if isinstance(v, (list, tuple)) else [v])]
+
+
+def _contains_tensor(value: Any) -> bool:
+    if isinstance(value, torch.Tensor):
+        return True
+    if isinstance(value, (tuple, list)):
+        return any(_contains_tensor(v) for v in value)
+    return False
+
+
+def _hashable(value: Any) -> Any:
+    try:
+        hash(value)
+        return value
+    except TypeError:
+        return repr(value)
+
+
+Recorder = Callable[..., Any]

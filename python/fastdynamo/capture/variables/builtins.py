@@ -1,0 +1,380 @@
+"""Python builtins (len, range, isinstance, zip, sum, min/max, getattr...) and the
+``operator`` module on symbolic values.
+
+Each modelled builtin has one handler here; a builtin without a handler is called for
+real when all its arguments are constants and it is known to be pure, otherwise the
+call is unsupported.
+
+>>> from fastdynamo.capture.variables.constant import ConstantVariable
+>>> BuiltinVariable(len).call_function(None, [ConstantVariable((1, 2))], {}).as_python_constant()
+2
+"""
+from __future__ import annotations
+
+import builtins
+import functools
+import operator
+from typing import Any, Callable
+
+from ...exc import unsupported
+from .base import CallableVariable, VariableTracker
+from .constant import ConstantVariable, wrap_constant_result
+from .containers import (
+    BaseSequenceVariable,
+    DictVariable,
+    IteratorVariable,
+    ListVariable,
+    SetVariable,
+    TupleVariable,
+    dict_items,
+    iterate,
+    snapshot_iterator,
+)
+
+# Builtins that are pure on constant arguments.
+PURE_BUILTINS = {abs, all, any, bin, bool, chr, divmod, float, format, hash, hex, int, len, max,
+                 min, oct, ord, pow, repr, round, sorted, str, sum, tuple, list, dict, set,
+                 frozenset, reversed, enumerate, zip, range, slice, isinstance, issubclass,
+                 callable, type, complex}
+
+_HANDLERS: dict[Any, Callable] = {}
+
+
+def handles(*fns):
+    def register(handler):
+        for fn in fns:
+            _HANDLERS[fn] = handler
+        return handler
+    return register
+
+
+def is_modelled_builtin(value: Any) -> bool:
+    try:
+        return value in _HANDLERS or value in PURE_BUILTINS
+    except TypeError:
+        return False
+
+
+class BuiltinVariable(CallableVariable):
+    """A Python builtin function or type."""
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        handler = _HANDLERS.get(self.fn)
+        if handler is not None:
+            result = handler(tx, *args, **kwargs)
+            if result is not None:
+                return result
+        if self.fn in PURE_BUILTINS and all(a.is_python_constant() for a in args) \
+                and all(v.is_python_constant() for v in kwargs.values()):
+            try:
+                value = self.fn(*[a.as_python_constant() for a in args],
+                                **{k: v.as_python_constant() for k, v in kwargs.items()})
+            except Exception as err:  # noqa: BLE001 - eager run raises the real error
+                raise unsupported(f"{self.fn.__name__}(...) raised {type(err).__name__}: {err}") from err
+            if isinstance(value, (enumerate, zip, reversed, map, filter)) or type(value).__name__.endswith("iterator"):
+                return IteratorVariable([wrap_constant_result(v) for v in value])
+            return wrap_constant_result(value)
+        raise unsupported(f"builtin {getattr(self.fn, '__name__', self.fn)}() with arguments "
+                          f"({', '.join(a.describe() for a in args)})")
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        if isinstance(self.fn, type) and name == "fromkeys" and self.fn is dict:
+            return BuiltinVariable(dict.fromkeys)
+        raise unsupported(f"attribute {name!r} of builtin {self.fn.__name__}")
+
+    def describe(self) -> str:
+        return f"BuiltinVariable({getattr(self.fn, '__name__', self.fn)})"
+
+
+def _constants(*values: VariableTracker) -> bool:
+    return all(v.is_python_constant() for v in values)
+
+
+@handles(len)
+def _len(tx, value, **_):
+    from .tensor import TensorVariable
+
+    if isinstance(value, TensorVariable):
+        if value.example.dim() == 0:
+            raise unsupported("len() of a 0-d tensor")
+        return ConstantVariable(value.example.shape[0])
+    if isinstance(value, (BaseSequenceVariable, DictVariable)):
+        return ConstantVariable(len(value.items))
+    if value.is_python_constant():
+        return ConstantVariable(len(value.as_python_constant()))
+    return value.call_method(tx, "__len__", [], {})
+
+
+@handles(isinstance)
+def _isinstance(tx, value, classes, **_):
+    cls = classes.as_python_constant()
+    return ConstantVariable(issubclass(value.python_type(), cls) if not isinstance(cls, tuple)
+                            else any(issubclass(value.python_type(), c) for c in cls))
+
+
+@handles(getattr)
+def _getattr(tx, obj, name, *default):
+    try:
+        return obj.var_getattr(tx, name.as_python_constant())
+    except Exception:
+        if default:
+            return default[0]
+        raise
+
+
+@handles(hasattr)
+def _hasattr(tx, obj, name):
+    from .nn_module import NNModuleVariable
+    from .tensor import TensorVariable
+
+    attr = name.as_python_constant()
+    if isinstance(obj, NNModuleVariable):
+        stored = tx.output.side_effects.load_attr(obj.module, attr) is not None
+        return ConstantVariable(stored or hasattr(obj.module, attr))
+    if isinstance(obj, TensorVariable):
+        return ConstantVariable(hasattr(obj.example, attr))
+    if obj.is_python_constant():
+        return ConstantVariable(hasattr(obj.as_python_constant(), attr))
+    raise unsupported(f"hasattr on {obj.describe()}")
+
+
+@handles(range)
+def _range(tx, *args):
+    return ConstantVariable(range(*[a.as_python_constant() for a in args]))
+
+
+@handles(iter)
+def _iter(tx, value):
+    return iterate(tx, value)
+
+
+@handles(next)
+def _next(tx, iterator, *default):
+    if not isinstance(iterator, IteratorVariable):
+        raise unsupported(f"next() on {iterator.describe()}")
+    item = iterator.next_item(tx)
+    if item is None:
+        if default:
+            return default[0]
+        raise unsupported("StopIteration from next()")
+    return item
+
+
+@handles(enumerate)
+def _enumerate(tx, iterable, start=None):
+    first = start.as_python_constant() if start is not None else 0
+    return snapshot_iterator([TupleVariable([ConstantVariable(first + i), item])
+                              for i, item in enumerate(iterable.unpack_var_sequence(tx))], [iterable])
+
+
+@handles(zip)
+def _zip(tx, *iterables, strict=None):
+    columns = [it.unpack_var_sequence(tx) for it in iterables]
+    if strict is not None and not strict.is_python_constant():
+        raise unsupported("zip(strict=...) with a value known only at run time")
+    if strict is not None and strict.as_python_constant() and len({len(c) for c in columns}) > 1:
+        # Python raises ValueError here; the original code reproduces it
+        raise unsupported("zip(strict=True) on iterables of different lengths")
+    return snapshot_iterator([TupleVariable(list(row)) for row in zip(*columns, strict=False)],
+                             list(iterables))
+
+
+@handles(map)
+def _map(tx, fn, *iterables):
+    columns = [it.unpack_var_sequence(tx) for it in iterables]
+    return snapshot_iterator([fn.call_function(tx, list(row), {}) for row in zip(*columns, strict=False)],
+                             list(iterables))
+
+
+@handles(filter)
+def _filter(tx, fn, iterable):
+    items = iterable.unpack_var_sequence(tx)
+    if fn.is_python_constant() and fn.as_python_constant() is None:
+        return snapshot_iterator([i for i in items if i.truth(tx)], [iterable])
+    return snapshot_iterator([i for i in items if fn.call_function(tx, [i], {}).truth(tx)], [iterable])
+
+
+@handles(reversed)
+def _reversed(tx, value):
+    return snapshot_iterator(list(reversed(value.unpack_var_sequence(tx))), [value])
+
+
+@handles(sorted)
+def _sorted(tx, iterable, **kwargs):
+    if any(not v.is_python_constant() for v in kwargs.values()):
+        raise unsupported("sorted() with a symbolic key")
+    values = [item.as_python_constant() for item in iterable.unpack_var_sequence(tx)]
+    return ListVariable([wrap_constant_result(v) for v in
+                         sorted(values, **{k: v.as_python_constant() for k, v in kwargs.items()})])
+
+
+@handles(list)
+def _list(tx, iterable=None):
+    return ListVariable(iterable.unpack_var_sequence(tx) if iterable is not None else [])
+
+
+@handles(tuple)
+def _tuple(tx, iterable=None):
+    return TupleVariable(iterable.unpack_var_sequence(tx) if iterable is not None else [])
+
+
+@handles(dict)
+def _dict(tx, *args, **kwargs):
+    items = dict_items(tx, args[0]) if args else {}
+    items.update(kwargs)
+    return DictVariable(items)
+
+
+@handles(set)
+def _set(tx, iterable=None):
+    items = iterable.unpack_var_sequence(tx) if iterable is not None else []
+    return SetVariable({i.as_python_constant() for i in items})
+
+
+@handles(sum)
+def _sum(tx, iterable, start=None):
+    from ..operators import binary_op
+
+    total = start if start is not None else ConstantVariable(0)
+    for item in iterable.unpack_var_sequence(tx):
+        total = binary_op(tx, operator.add, total, item)
+    return total
+
+
+def _min_max(python_fn, torch_name):
+    def handler(tx, *args, **kwargs):
+        from .tensor import TensorVariable
+
+        items = args[0].unpack_var_sequence(tx) if len(args) == 1 else list(args)
+        if kwargs or any(isinstance(i, TensorVariable) for i in items):
+            if len(items) == 2 and not kwargs and all(isinstance(i, TensorVariable) for i in items):
+                import torch
+
+                return tx.output.record_call("call_function", getattr(torch, torch_name), items, {})
+            raise unsupported(f"{python_fn.__name__}() over tensors (data-dependent)")
+        return wrap_constant_result(python_fn(*[i.as_python_constant() for i in items]))
+    return handler
+
+
+handles(min)(_min_max(min, "minimum"))
+handles(max)(_min_max(max, "maximum"))
+
+
+@handles(abs)
+def _abs(tx, value):
+    from ..operators import unary_op
+
+    return unary_op(tx, operator.abs, value)
+
+
+@handles(any)
+def _any(tx, iterable):
+    return ConstantVariable(any(item.truth(tx) for item in iterable.unpack_var_sequence(tx)))
+
+
+@handles(all)
+def _all(tx, iterable):
+    return ConstantVariable(all(item.truth(tx) for item in iterable.unpack_var_sequence(tx)))
+
+
+@handles(bool)
+def _bool(tx, value=None):
+    return ConstantVariable(False if value is None else value.truth(tx))
+
+
+@handles(int, float, complex)
+def _scalar(tx, *args):
+    from .tensor import TensorVariable
+
+    if any(isinstance(a, TensorVariable) for a in args):
+        raise unsupported("converting a tensor to a Python number (data-dependent)")
+    return None  # constants: the pure path computes it
+
+
+@handles(type)
+def _type(tx, value, *rest):
+    if rest:
+        raise unsupported("type() with three arguments")
+    from .misc import ClassVariable
+
+    return ClassVariable(value.python_type())
+
+
+@handles(print)
+def _print(tx, *args, **kwargs):
+    raise unsupported("print() has effects outside the graph")
+
+
+@handles(id)
+def _id(tx, *args):
+    raise unsupported("id() of a traced value")
+
+
+@handles(callable)
+def _callable(tx, value):
+    from .functions import BaseFunctionVariable, PartialVariable, UserMethodVariable
+    from .nn_module import NNModuleVariable
+    from .torch_functions import TorchFunctionVariable
+
+    kinds = (BaseFunctionVariable, PartialVariable, UserMethodVariable, NNModuleVariable,
+             TorchFunctionVariable, BuiltinVariable)
+    if isinstance(value, kinds):
+        return ConstantVariable(True)
+    if value.is_python_constant():
+        return ConstantVariable(callable(value.as_python_constant()))
+    return ConstantVariable(False)
+
+
+@handles(functools.partial)
+def _partial(tx, fn, *args, **kwargs):
+    from .functions import PartialVariable
+
+    return PartialVariable(fn, list(args), kwargs)
+
+
+class OperatorVariable(VariableTracker):
+    """A function of the ``operator`` module: symbolic operands go through the same
+    machinery as the bytecode operators."""
+
+    def __init__(self, fn: Callable, source=None):
+        self.fn = fn
+        self.source = source
+
+    def as_python_constant(self) -> Any:
+        return self.fn
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        from .. import operators as ops
+
+        fn = self.fn
+        if kwargs:
+            raise unsupported(f"operator.{fn.__name__} with keyword arguments")
+        if fn is operator.getitem:
+            return ops.getitem(tx, *args)
+        if fn is operator.setitem:
+            ops.setitem(tx, *args)
+            return ConstantVariable(None)
+        if fn in (operator.is_, operator.is_not):
+            same = ops.is_same(*args)
+            return ConstantVariable(same if fn is operator.is_ else not same)
+        if fn is operator.not_:
+            return ConstantVariable(not args[0].truth(tx))
+        if fn is operator.truth:
+            return ConstantVariable(args[0].truth(tx))
+        if fn is operator.contains:
+            return ConstantVariable(ops.contains_op(tx, args[1], args[0]))
+        if fn in ops.COMPARE_OPERATORS.values():
+            return ops.compare_op(tx, fn, *args)
+        if fn in (operator.neg, operator.pos, operator.invert, operator.abs, operator.inv) and len(args) == 1:
+            return ops.unary_op(tx, fn, args[0])
+        if len(args) == 2 and fn in ops.BINARY_OPERATORS.values():
+            return ops.binary_op(tx, fn, *args)
+        if all(a.is_python_constant() for a in args):
+            return wrap_constant_result(fn(*[a.as_python_constant() for a in args]))
+        raise unsupported(f"operator.{fn.__name__} on symbolic values")
+
+    def describe(self) -> str:
+        return f"OperatorVariable({self.fn.__name__})"
+
+
+_ = builtins
