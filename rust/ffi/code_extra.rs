@@ -71,8 +71,8 @@ fn index() -> Py_ssize_t {
     *INDEX.get().expect("co_extra index requested at module init")
 }
 
-/// Whether the hook reads `co_extra` in place (tests).
-#[cfg(test)]
+/// Whether the hook reads `co_extra` in place (tests, and `_code_extra_read_in_place`,
+/// which checks per CPython version that the probe passed).
 pub fn direct_read_enabled() -> bool {
     DIRECT_INDEX.load(Ordering::Relaxed) >= 0
 }

@@ -176,7 +176,7 @@ def create_list_to_tuple() -> list[Instruction]:
     True
     """
     if version.PY_3_12:
-        intrinsic = dis._intrinsic_1_descs.index("INTRINSIC_LIST_TO_TUPLE")
+        intrinsic = dis._intrinsic_1_descs.index("INTRINSIC_LIST_TO_TUPLE")  # type: ignore[attr-defined]
         return [create_instruction("CALL_INTRINSIC_1", arg=intrinsic)]
     return [create_instruction("LIST_TO_TUPLE")]
 

@@ -266,7 +266,7 @@ def local_effects(inst) -> tuple[tuple[str, str], ...]:
     if effects is None:
         return ()
     names = inst.argval if inst.opname in PACKED_LOCAL_OPNAMES else (inst.argval,) * len(effects)
-    return tuple(zip(effects, names))
+    return tuple(zip(effects, names, strict=True))
 
 
 def stack_effect(opname: str, arg: int | None, *, jump: bool) -> int:
