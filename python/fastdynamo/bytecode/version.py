@@ -159,8 +159,10 @@ GENERIC_OPNAMES: dict[str, str] = {
     "JUMP_FORWARD": "JUMP",
     "JUMP_BACKWARD": "JUMP",
     "JUMP_BACKWARD_NO_INTERRUPT": "JUMP",
-    **{name: name.replace("_FORWARD", "").replace("_BACKWARD", "")
-       for name in OPMAP if name.startswith("POP_JUMP_")},
+    # every version's spelling (3.11's directions, 3.12's forward-only names)
+    **{f"POP_JUMP_{direction}IF_{condition}": f"POP_JUMP_IF_{condition}"
+       for direction in ("FORWARD_", "BACKWARD_", "")
+       for condition in ("TRUE", "FALSE", "NONE", "NOT_NONE")},
 }
 
 
