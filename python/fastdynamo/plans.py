@@ -184,10 +184,18 @@ class ReplaceList:
 @dataclass(frozen=True)
 class ReplaceDict:
     """``obj.clear(); obj.update(value)``: the dict keeps its identity and gets its final
-    items in their final order."""
+    items in their final order. With ``deleted`` (a tuple of keys), ``obj.pop(key, None)``
+    for each instead of the clear: keys never deleted keep the caller's order and the
+    keys (re)inserted follow in ``value``'s order, as CPython's dict would have them
+    whatever the caller's order was."""
 
     obj: OutputPlan
     value: OutputPlan
+    deleted: Sequence[Any] | None = None
+
+    def __post_init__(self):
+        if self.deleted is not None:
+            _as_tuple(self, "deleted")
 
 
 Effect = Union[StoreAttr, StoreGlobal, StoreDeref, SetCellContents, ReplaceList, ReplaceDict]

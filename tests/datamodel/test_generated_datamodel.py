@@ -15,11 +15,11 @@ import textwrap
 import typing
 
 import torch
-from hypothesis import given, strategies as st
+from corpus.compare import same
+from hypothesis import given
+from hypothesis import strategies as st
 
 import fastdynamo
-
-from corpus.compare import same
 
 
 class Obj:

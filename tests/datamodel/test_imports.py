@@ -23,6 +23,7 @@ def test_standard_library_and_torch_imports_stay_in_the_graph():
         import math as m
         import os.path
         from os import sep
+
         import torch.nn.functional as F
         return F.relu(x) * m.pi, os.path.sep, sep
 

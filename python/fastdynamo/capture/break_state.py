@@ -45,7 +45,7 @@ def break_state(tx: InstructionTranslator, plans: OutputPlanBuilder, *,
         deleted_arguments=_deleted_arguments(tx),
         methods=_methods_on_stack(tx),
         kw_names=tuple(tx.kw_names or ()),
-        iterator_has_items=isinstance(top, IteratorVariable) and len(top.items) > top.index,
+        iterator_has_items=isinstance(top, IteratorVariable) and top.has_items_left(),
         grad_mode_at_start=grad_mode_at_start,
         grad_mode_at_stop=grad_mode_at_stop,
     )

@@ -31,7 +31,14 @@ from ..guards import equals, id_is, len_is, type_is
 from ..guards.sources import AttrSource, BuiltinSource, GlobalSource, ItemSource, Source
 from .variables.base import MethodCallVariable, VariableTracker
 from .variables.constant import ConstantVariable, PureFunctionVariable, wrap_constant_result
-from .variables.containers import DictVariable, ListVariable, SetVariable, TupleVariable
+from .variables.containers import (
+    DictVariable,
+    ListVariable,
+    SetVariable,
+    TupleVariable,
+    overrides_tuple_protocol,
+)
+from .variables.dict_order import OrderGuard
 from .variables.environ import wrap_environ
 from .variables.functions import PartialVariable, UserFunctionVariable, UserMethodVariable
 from .variables.misc import ClassVariable, PythonModuleVariable, UserObjectVariable, is_trusted_module
@@ -126,7 +133,8 @@ def wrap_value(tx, value: Any, source: Source | None) -> VariableTracker:
         known = tx.output.side_effects.tracked_variable(value, source)
         if known is not None:
             return known
-    if type(value) in (tuple, list) or (isinstance(value, tuple) and hasattr(type(value), "_fields")):
+    if type(value) in (tuple, list) or (isinstance(value, tuple) and hasattr(type(value), "_fields")
+                                        and not overrides_tuple_protocol(type(value))):
         guard(type_is(type(value)))
         guard(len_is(len(value)))
         items = [wrap_value(tx, v, ItemSource(source, i) if source is not None else None)
@@ -139,9 +147,10 @@ def wrap_value(tx, value: Any, source: Source | None) -> VariableTracker:
             raise unsupported("dict with keys other than str/int")
         guard(type_is(dict))
         guard(len_is(len(value)))
-        return _tracked(tx, value, DictVariable(
-            {k: wrap_value(tx, v, ItemSource(source, k) if source is not None else None)
-             for k, v in value.items()}, source=source))
+        var = DictVariable({k: wrap_value(tx, v, ItemSource(source, k) if source is not None else None)
+                            for k, v in value.items()}, source=source)
+        var.order_guard = OrderGuard(tx, source, value.keys()) if source is not None else None
+        return _tracked(tx, value, var)
     if type(value) in (set, frozenset) and all(is_plain_constant(v) for v in value):
         if type(value) is frozenset:
             guard(equals(value))

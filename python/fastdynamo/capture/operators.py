@@ -12,10 +12,16 @@ from __future__ import annotations
 import operator
 from typing import Any, Callable
 
-from ..exc import unsupported
+from ..exc import Unsupported, unsupported
 from .variables.base import VariableTracker
 from .variables.constant import ConstantVariable, wrap_constant_result
-from .variables.containers import BaseSequenceVariable, ListVariable, TupleVariable
+from .variables.containers import (
+    BaseSequenceVariable,
+    IteratorVariable,
+    ListVariable,
+    SetVariable,
+    TupleVariable,
+)
 from .variables.tensor import TensorVariable
 
 BINARY_OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
@@ -31,6 +37,8 @@ BINARY_OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
 COMPARE_OPERATORS = {"<": operator.lt, "<=": operator.le, "==": operator.eq, "!=": operator.ne,
                      ">": operator.gt, ">=": operator.ge}
 _INPLACE_TO_PLAIN = {operator.iadd: operator.add, operator.imul: operator.mul}
+_INPLACE_SET_METHODS = {operator.ior: "update", operator.iand: "intersection_update",
+                        operator.isub: "difference_update", operator.ixor: "symmetric_difference_update"}
 
 
 def _is_sequence(var: VariableTracker) -> bool:
@@ -48,8 +56,16 @@ def _sequence_items(var: VariableTracker) -> list[VariableTracker]:
 
 def binary_op(tx, op: Callable, left: VariableTracker, right: VariableTracker) -> VariableTracker:
     """``op(left, right)`` for an ``operator`` function (including in-place ones)."""
+    from .dunders import user_binary_op
+
+    overridden = user_binary_op(tx, op, left, right)
+    if overridden is not None:
+        return overridden
     if isinstance(left, TensorVariable) or isinstance(right, TensorVariable):
         return tx.output.record_call("call_function", op, [left, right], {})
+    if isinstance(left, SetVariable) and op in _INPLACE_SET_METHODS and right.is_python_constant():
+        left.call_method(tx, _INPLACE_SET_METHODS[op], [right], {})  # in place, seen by aliases
+        return left
     if left.is_python_constant() and right.is_python_constant() and not (
             isinstance(left, ListVariable) or isinstance(right, ListVariable)):
         try:
@@ -76,17 +92,53 @@ def binary_op(tx, op: Callable, left: VariableTracker, right: VariableTracker) -
 
 def compare_op(tx, op: Callable, left: VariableTracker, right: VariableTracker) -> VariableTracker:
     """``left <op> right`` for the six rich comparisons."""
+    from .dunders import compare_dicts, compare_sequences, user_compare_op
+    from .variables.containers import DictVariable
+
+    overridden = user_compare_op(tx, op, left, right)
+    if overridden is not None:
+        return overridden
     if isinstance(left, TensorVariable) or isinstance(right, TensorVariable):
         if op in (operator.eq, operator.ne) and (left.is_python_constant() and left.as_python_constant() is None
                                                  or right.is_python_constant() and right.as_python_constant() is None):
             return ConstantVariable(op is operator.ne)
         return tx.output.record_call("call_function", op, [left, right], {})
-    if left.is_python_constant() and right.is_python_constant():
+    if left.is_python_constant() and right.is_python_constant() and not _values_view(left, right):
         return ConstantVariable(op(left.as_python_constant(), right.as_python_constant()))
+    if _is_sequence(left) and _is_sequence(right):
+        return compare_sequences(tx, op, left, right)
+    if isinstance(left, DictVariable) and isinstance(right, DictVariable):
+        return compare_dicts(tx, op, left, right)
     if op in (operator.eq, operator.ne):
         same = is_same(left, right)
         return ConstantVariable(same if op is operator.eq else not same)
     raise unsupported(f"{op.__name__}({left.describe()}, {right.describe()})")
+
+
+def _values_view(*values: VariableTracker) -> bool:
+    # dict_values compare by identity: two copies would never be equal
+    from .variables.dict_views import DictViewVariable
+
+    return any(isinstance(v, DictViewVariable) and v.kind == "values" for v in values)
+
+
+def rich_compare_bool(tx, left: VariableTracker, right: VariableTracker) -> bool:
+    """CPython's ``PyObject_RichCompareBool(left, right, Py_EQ)``: identity first (a
+    tensor equals itself without ``__eq__``), then ``bool(left == right)``; a tensor
+    compared by value is data-dependent."""
+    if _identical(left, right):
+        return True
+    result = compare_op(tx, operator.eq, left, right)
+    if isinstance(result, TensorVariable):
+        raise unsupported("comparing tensors by value inside a container (data-dependent)")
+    return result.truth(tx)
+
+
+def _identical(left: VariableTracker, right: VariableTracker) -> bool:
+    try:
+        return is_same(left, right)
+    except Unsupported:  # identity undecidable: compared by value instead
+        return False
 
 
 def is_same(left: VariableTracker, right: VariableTracker) -> bool:
@@ -117,21 +169,27 @@ def unary_op(tx, op: Callable, value: VariableTracker) -> VariableTracker:
 def contains_op(tx, item: VariableTracker, container: VariableTracker) -> bool:
     """``item in container``."""
     from .variables.containers import DictVariable
+    from .variables.dict_views import DictViewVariable
     from .variables.environ import EnvironVariable
 
     if isinstance(container, DictVariable):
         return item.as_python_constant() in container.items
+    if isinstance(container, DictViewVariable):
+        return container.contains(tx, item)
     if isinstance(container, EnvironVariable):
         return container.contains(tx, item)
-    if isinstance(container, TensorVariable) or isinstance(item, TensorVariable):
+    if isinstance(container, BaseSequenceVariable):
+        if isinstance(container, TupleVariable):
+            container.check_plain("__contains__", "__iter__")
+        return any(rich_compare_bool(tx, element, item) for element in container.items)
+    if isinstance(container, IteratorVariable):  # consumes up to the first match only
+        return any(rich_compare_bool(tx, element, item)
+                   for element in iter(lambda: container.next_item(tx), None))
+    if isinstance(container, TensorVariable):
         raise unsupported("`in` on a tensor (data-dependent)")
     if container.is_python_constant() and item.is_python_constant():
         return item.as_python_constant() in container.as_python_constant()
-    for element in container.unpack_var_sequence(tx):
-        if is_same(element, item) or (element.is_python_constant() and item.is_python_constant()
-                                      and element.as_python_constant() == item.as_python_constant()):
-            return True
-    return False
+    return any(rich_compare_bool(tx, element, item) for element in container.unpack_var_sequence(tx))
 
 
 def getitem(tx, container: VariableTracker, index: VariableTracker) -> VariableTracker:

@@ -32,9 +32,12 @@ from .variables.containers import (
     IteratorVariable,
     ListIteratorVariable,
     ListVariable,
+    SetVariable,
     TupleVariable,
 )
+from .variables.dict_views import VIEW_METHODS, DictIteratorVariable, DictViewVariable, advanced
 from .variables.functions import NestedFunctionVariable, UserMethodVariable
+from .variables.iterators import LazyIteratorVariable
 from .variables.misc import ExceptionVariable
 from .variables.tensor import TensorMethodVariable, TensorVariable
 
@@ -67,6 +70,9 @@ class OutputPlanBuilder:
             return self._shared_plan(value)
         if isinstance(value, ConstantVariable):
             return _constant_plan(value.value)
+        container_part = self._view_or_iterator(value)
+        if container_part is not None:
+            return container_part
         if value.source is not None:
             return FromSource(value.source)
         if value.is_python_constant():
@@ -100,8 +106,30 @@ class OutputPlanBuilder:
         if isinstance(value, ListVariable):
             return BuildList([self.plan(item) for item in value.items])
         assert isinstance(value, DictVariable), value.describe()
-        return BuildDict([(Constant(k), self.plan(v)) for k, v in value.items.items()])
+        return value.rebuilt(BuildDict([(Constant(k), self.plan(v)) for k, v in value.items.items()]), self.plan)
 
+
+    def _view_or_iterator(self, value: VariableTracker) -> OutputPlan | None:
+        """Dict views of the rebuilt dict, and iterators rebuilt in their state (one
+        object, shared by every place that holds it)."""
+        if isinstance(value, DictViewVariable):
+            return Call(Constant(VIEW_METHODS[value.kind]), [self.plan(value.dict_var)])
+        if isinstance(value, LazyIteratorVariable):
+            return self._shared_plan(value, lambda lazy: lazy.rebuild(self.plan))
+        if isinstance(value, DictIteratorVariable):
+            return self._shared_plan(value, self._dict_iterator_plan)
+        if hasattr(value, "rebuilt_plan"):  # a deque the frame made
+            return self._shared_plan(value, lambda made: made.rebuilt_plan(self.plan))
+        if isinstance(value, SetVariable) and value.source is None:  # a new set per call
+            return self._shared_plan(value, lambda s: Call(Constant(set), [Constant(tuple(s.items))]))
+        return None
+
+    def _dict_iterator_plan(self, value: DictIteratorVariable) -> OutputPlan:
+        if value.finished:  # exhausted for good, like CPython's
+            return Call(Constant(iter), [Call(Constant(VIEW_METHODS[value.kind]), [BuildDict([])])])
+        view = Call(Constant(VIEW_METHODS[value.kind]), [self.plan(value.dict_var)])
+        fresh = Call(Constant(reversed if value.reverse else iter), [view])
+        return Call(Constant(advanced), [fresh, Constant(value.index)])
 
     def _rebuild_callable_or_iterator(self, value: VariableTracker) -> OutputPlan | None:
         """Values only seen mid-frame (a graph break's stack): bound methods, iterators,

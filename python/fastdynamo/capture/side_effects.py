@@ -296,7 +296,8 @@ class SideEffects:
                 effects.append(ReplaceList(FromSource(source), items))
             elif isinstance(var, DictVariable):
                 entries = BuildDict([(Constant(k), _plan(builder, v, where, what)) for k, v in var.items.items()])
-                effects.append(ReplaceDict(FromSource(source), entries))
+                # pops and an update (not clear + update): the caller's order stays
+                effects.append(ReplaceDict(FromSource(source), entries, deleted=tuple(var.deleted_keys)))
         return effects
 
 

@@ -231,10 +231,13 @@ class _Emitter:
                 create_instruction("STORE_SUBSCR")]
 
     def replace_dict(self, effect: ReplaceDict) -> list[Instruction]:
-        # dict.clear / dict.update as constants: the target is an exact dict (guarded).
-        return [*self.plan(Call(Constant(dict.clear), [effect.obj])), create_instruction("POP_TOP"),
-                *self.plan(Call(Constant(dict.update), [effect.obj, effect.value])),
-                create_instruction("POP_TOP")]
+        # dict.clear / dict.pop / dict.update as constants: the target is an exact dict (guarded).
+        removals = [Call(Constant(dict.clear), [effect.obj])] if effect.deleted is None else \
+            [Call(Constant(dict.pop), [effect.obj, Constant(key), Constant(None)]) for key in effect.deleted]
+        code = []
+        for call in [*removals, Call(Constant(dict.update), [effect.obj, effect.value])]:
+            code += [*self.plan(call), create_instruction("POP_TOP")]
+        return code
 
 
 _SOURCE_RULES = {

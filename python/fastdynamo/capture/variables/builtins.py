@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import builtins
 import functools
+import inspect
+import itertools
 import operator
 from typing import Any, Callable
 
@@ -59,6 +61,9 @@ class BuiltinVariable(CallableVariable):
     """A Python builtin function or type."""
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
+        from .arity import check_call_arity
+
+        check_call_arity(self.fn, args, kwargs)
         handler = _HANDLERS.get(self.fn)
         if handler is not None:
             result = handler(tx, *args, **kwargs)
@@ -80,6 +85,8 @@ class BuiltinVariable(CallableVariable):
     def var_getattr(self, tx, name: str) -> VariableTracker:
         if isinstance(self.fn, type) and name == "fromkeys" and self.fn is dict:
             return BuiltinVariable(dict.fromkeys)
+        if self.fn is itertools.chain and name == "from_iterable":
+            return BuiltinVariable(itertools.chain.from_iterable)
         raise unsupported(f"attribute {name!r} of builtin {self.fn.__name__}")
 
     def describe(self) -> str:
@@ -98,6 +105,8 @@ def _len(tx, value, **_):
         if value.example.dim() == 0:
             raise unsupported("len() of a 0-d tensor")
         return ConstantVariable(value.example.shape[0])
+    if isinstance(value, TupleVariable):
+        value.check_plain("__len__")
     if isinstance(value, (BaseSequenceVariable, DictVariable)):
         return ConstantVariable(len(value.items))
     if value.is_python_constant():
@@ -144,7 +153,9 @@ def _range(tx, *args):
 
 
 @handles(iter)
-def _iter(tx, value):
+def _iter(tx, value, *sentinel):
+    if sentinel:
+        raise unsupported("iter(callable, sentinel)")
     return iterate(tx, value)
 
 
@@ -161,37 +172,36 @@ def _next(tx, iterator, *default):
 
 
 @handles(enumerate)
-def _enumerate(tx, iterable, start=None):
+def _enumerate(tx, iterable=None, start=None, **kwargs):
+    from .iterators import EnumerateVariable
+
+    iterable = iterable if iterable is not None else kwargs["iterable"]
     first = start.as_python_constant() if start is not None else 0
-    return snapshot_iterator([TupleVariable([ConstantVariable(first + i), item])
-                              for i, item in enumerate(iterable.unpack_var_sequence(tx))], [iterable])
+    if type(first) is not int:
+        raise unsupported(f"enumerate() start of type {type(first).__name__}")
+    return EnumerateVariable(iterate(tx, iterable), first)
 
 
 @handles(zip)
 def _zip(tx, *iterables, strict=None):
-    columns = [it.unpack_var_sequence(tx) for it in iterables]
-    if strict is not None and not strict.is_python_constant():
-        raise unsupported("zip(strict=...) with a value known only at run time")
-    if strict is not None and strict.as_python_constant() and len({len(c) for c in columns}) > 1:
-        # Python raises ValueError here; the original code reproduces it
-        raise unsupported("zip(strict=True) on iterables of different lengths")
-    return snapshot_iterator([TupleVariable(list(row)) for row in zip(*columns, strict=False)],
-                             list(iterables))
+    from .iterators import ZipVariable
+
+    return ZipVariable([iterate(tx, it) for it in iterables],
+                       strict=bool(strict.truth(tx)) if strict is not None else False)
 
 
 @handles(map)
 def _map(tx, fn, *iterables):
-    columns = [it.unpack_var_sequence(tx) for it in iterables]
-    return snapshot_iterator([fn.call_function(tx, list(row), {}) for row in zip(*columns, strict=False)],
-                             list(iterables))
+    from .iterators import MapVariable
+
+    return MapVariable(fn, [iterate(tx, it) for it in iterables])
 
 
 @handles(filter)
 def _filter(tx, fn, iterable):
-    items = iterable.unpack_var_sequence(tx)
-    if fn.is_python_constant() and fn.as_python_constant() is None:
-        return snapshot_iterator([i for i in items if i.truth(tx)], [iterable])
-    return snapshot_iterator([i for i in items if fn.call_function(tx, [i], {}).truth(tx)], [iterable])
+    from .iterators import FilterVariable
+
+    return FilterVariable(fn, iterate(tx, iterable))
 
 
 @handles(reversed)
@@ -203,7 +213,10 @@ def _reversed(tx, value):
 def _sorted(tx, iterable, **kwargs):
     if any(not v.is_python_constant() for v in kwargs.values()):
         raise unsupported("sorted() with a symbolic key")
-    values = [item.as_python_constant() for item in iterable.unpack_var_sequence(tx)]
+    from .dict_views import unordered_items
+
+    items = iterable.unpack_var_sequence(tx) if "key" in kwargs else unordered_items(tx, iterable)
+    values = [item.as_python_constant() for item in items]
     return ListVariable([wrap_constant_result(v) for v in
                          sorted(values, **{k: v.as_python_constant() for k, v in kwargs.items()})])
 
@@ -227,7 +240,9 @@ def _dict(tx, *args, **kwargs):
 
 @handles(set)
 def _set(tx, iterable=None):
-    items = iterable.unpack_var_sequence(tx) if iterable is not None else []
+    from .dict_views import unordered_items
+
+    items = unordered_items(tx, iterable) if iterable is not None else []
     return SetVariable({i.as_python_constant() for i in items})
 
 
@@ -243,9 +258,11 @@ def _sum(tx, iterable, start=None):
 
 def _min_max(python_fn, torch_name):
     def handler(tx, *args, **kwargs):
+        from .dict_views import unordered_items
         from .tensor import TensorVariable
 
-        items = args[0].unpack_var_sequence(tx) if len(args) == 1 else list(args)
+        items = unordered_items(tx, args[0]) if len(args) == 1 and not kwargs else \
+            args[0].unpack_var_sequence(tx) if len(args) == 1 else list(args)
         if kwargs or any(isinstance(i, TensorVariable) for i in items):
             if len(items) == 2 and not kwargs and all(isinstance(i, TensorVariable) for i in items):
                 import torch
@@ -269,12 +286,15 @@ def _abs(tx, value):
 
 @handles(any)
 def _any(tx, iterable):
-    return ConstantVariable(any(item.truth(tx) for item in iterable.unpack_var_sequence(tx)))
+    # pulls one item at a time and stops at the first true one, as CPython does
+    iterator = iterate(tx, iterable)
+    return ConstantVariable(any(item.truth(tx) for item in iter(lambda: iterator.next_item(tx), None)))
 
 
 @handles(all)
 def _all(tx, iterable):
-    return ConstantVariable(all(item.truth(tx) for item in iterable.unpack_var_sequence(tx)))
+    iterator = iterate(tx, iterable)
+    return ConstantVariable(all(item.truth(tx) for item in iter(lambda: iterator.next_item(tx), None)))
 
 
 @handles(bool)
@@ -330,6 +350,31 @@ def _partial(tx, fn, *args, **kwargs):
     from .functions import PartialVariable
 
     return PartialVariable(fn, list(args), kwargs)
+
+
+def _bound_checked(fn, handler):
+    """``handler`` called only with arguments its signature (CPython's) accepts."""
+    signature = inspect.signature(handler)
+
+    def checked(tx, *args, **kwargs):
+        try:
+            signature.bind(tx, *args, **kwargs)
+        except TypeError as err:
+            raise unsupported(f"{fn.__qualname__}(): {err} (TypeError in Python)") from err
+        return handler(tx, *args, **kwargs)
+    return checked
+
+
+def _register_itertools() -> None:
+    from .collections_ import HANDLERS as COLLECTIONS
+    from .itertools_ import HANDLERS
+
+    handlers: dict[Any, Callable] = {**HANDLERS, **COLLECTIONS}
+    for fn, handler in handlers.items():
+        handles(fn)(_bound_checked(fn, handler))
+
+
+_register_itertools()
 
 
 class OperatorVariable(VariableTracker):

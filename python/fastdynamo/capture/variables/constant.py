@@ -84,6 +84,14 @@ def wrap_constant_result(value: Any) -> VariableTracker:
         return TupleVariable([wrap_constant_result(v) for v in value])
     if isinstance(value, list):
         return ListVariable([wrap_constant_result(v) for v in value])
+    if type(value) is set:  # mutable: a container the trace owns, rebuilt per call
+        from .containers import SetVariable
+
+        return SetVariable(value)
+    if type(value) is dict:
+        from .containers import DictVariable
+
+        return DictVariable({k: wrap_constant_result(v) for k, v in value.items()})
     return ConstantVariable(value)
 
 

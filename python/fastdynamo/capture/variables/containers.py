@@ -13,11 +13,21 @@ mutated freely.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ...exc import unsupported
 from .base import MethodCallVariable, VariableTracker
 from .constant import ConstantVariable
+
+
+def method_of(container: VariableTracker, name: str) -> VariableTracker:
+    """``container.name`` for a method of its type (called through ``call_method``); a
+    name the type does not have is an AttributeError in Python (``getattr``'s default)."""
+    if not callable(getattr(container.python_type(), name, None)):
+        raise unsupported(f"{container.python_type().__name__!r} object has no attribute {name!r} "
+                          "(AttributeError in Python)")
+    return MethodCallVariable(container, name)
 
 
 class BaseSequenceVariable(VariableTracker):
@@ -31,7 +41,7 @@ class BaseSequenceVariable(VariableTracker):
         return list(self.items)
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        return MethodCallVariable(self, name)
+        return method_of(self, name)
 
     def truth(self, tx) -> bool:
         return bool(self.items)
@@ -49,6 +59,9 @@ class BaseSequenceVariable(VariableTracker):
         return type(self)(items)
 
     def call_method(self, tx, name, args, kwargs) -> VariableTracker:
+        from .arity import check_arity
+
+        check_arity(self.python_type(), name, args, kwargs)
         if name == "index" and all(a.is_python_constant() for a in args):
             return ConstantVariable(self.as_python_constant().index(*[a.as_python_constant() for a in args]))
         if name == "count" and args[0].is_python_constant():
@@ -58,7 +71,9 @@ class BaseSequenceVariable(VariableTracker):
         if name == "__getitem__":
             return self.getitem(tx, args[0])
         if name == "__contains__":
-            return ConstantVariable(args[0].as_python_constant() in self.as_python_constant())
+            from ..operators import contains_op
+
+            return ConstantVariable(contains_op(tx, args[0], self))
         raise unsupported(f"{self.python_type().__name__}.{name}()")
 
 
@@ -76,10 +91,36 @@ class TupleVariable(BaseSequenceVariable):
 
     def as_python_constant(self) -> Any:
         values = tuple(item.as_python_constant() for item in self.items)
-        return values if self.tuple_type is tuple else self.tuple_type(values)
+        return values if self.tuple_type is tuple else rebuild_tuple(self.tuple_type, values)
 
     def graph_arg(self, fake: bool) -> Any:
         return tuple(item.graph_arg(fake) for item in self.items)
+
+    def check_plain(self, *names: str) -> None:
+        """A tuple subclass that overrides one of ``names`` (``__getitem__``,
+        ``__iter__``, ...) does not behave as a tuple there: unsupported."""
+        for klass in self.tuple_type.__mro__:
+            if klass is tuple:
+                return
+            overridden = [n for n in names if n in klass.__dict__]
+            if overridden:
+                raise unsupported(f"{klass.__qualname__}.{overridden[0]} overrides tuple's")
+
+    def getitem(self, tx, index: VariableTracker) -> VariableTracker:
+        self.check_plain("__getitem__")
+        return super().getitem(tx, index)
+
+    def unpack_var_sequence(self, tx) -> list[VariableTracker]:
+        self.check_plain("__iter__")
+        return super().unpack_var_sequence(tx)
+
+    def truth(self, tx) -> bool:
+        self.check_plain("__bool__", "__len__")
+        return super().truth(tx)
+
+    def call_method(self, tx, name, args, kwargs) -> VariableTracker:
+        self.check_plain(name)
+        return super().call_method(tx, name, args, kwargs)
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
         fields = getattr(self.tuple_type, "_fields", None)
@@ -92,11 +133,36 @@ class TupleVariable(BaseSequenceVariable):
         if fields and name in fields:
             return self.items[list(fields).index(name)]
         if name in ("index", "count"):
-            return MethodCallVariable(self, name)
+            return method_of(self, name)
         raise unsupported(f"attribute {name!r} of a {self.tuple_type.__name__}")
 
     def describe(self) -> str:
         return f"TupleVariable(len={len(self.items)})"
+
+
+_TUPLE_PROTOCOL = ("__getitem__", "__iter__", "__len__", "__contains__", "__bool__")
+
+
+def overrides_tuple_protocol(cls: type) -> bool:
+    """A tuple subclass whose items are not read as a tuple's (guards read them through
+    ``len()`` and ``__getitem__``): modelled as a plain object instead."""
+    for klass in cls.__mro__:
+        if klass is tuple:
+            return False
+        if any(name in klass.__dict__ for name in _TUPLE_PROTOCOL):
+            return True
+    return False
+
+
+def is_namedtuple_type(cls: type) -> bool:
+    return issubclass(cls, tuple) and hasattr(cls, "_fields")
+
+
+def rebuild_tuple(cls: type, values: tuple) -> tuple:
+    """A ``cls`` instance holding ``values``: ``tuple.__new__`` for a namedtuple (as its
+    ``_make`` does: no user ``__new__``/``__init__`` runs), ``cls(values)`` for a
+    structseq such as ``torch.return_types.max``."""
+    return tuple.__new__(cls, values) if is_namedtuple_type(cls) else cls(values)
 
 
 class ListVariable(BaseSequenceVariable):
@@ -131,6 +197,9 @@ class ListVariable(BaseSequenceVariable):
     def call_method(self, tx, name, args, kwargs) -> VariableTracker:
         mutators = {"append", "extend", "pop", "insert", "clear", "reverse", "remove", "sort",
                     "__setitem__", "__delitem__"}
+        from .arity import check_arity
+
+        check_arity(list, name, args, kwargs)
         if name not in mutators:
             if name == "copy":
                 return ListVariable(list(self.items))
@@ -145,7 +214,7 @@ class ListVariable(BaseSequenceVariable):
         if name == "append":
             self.items.append(args[0])
         elif name == "extend":
-            self.items.extend(args[0].unpack_var_sequence(tx))
+            self._extend(tx, args[0])
         elif name == "pop":
             return self.items.pop(*[a.as_python_constant() for a in args])
         elif name == "insert":
@@ -165,6 +234,14 @@ class ListVariable(BaseSequenceVariable):
             self.items = [ConstantVariable(v) for v in values]
         return ConstantVariable(None)
 
+    def _extend(self, tx, iterable: VariableTracker) -> None:
+        if not isinstance(iterable, IteratorVariable):
+            self.items.extend(iterable.unpack_var_sequence(tx))  # a copy first, as CPython
+            return
+        # item by item: a lazy iterator's function may read the list as it grows
+        while (item := iterable.next_item(tx)) is not None:
+            self.items.append(item)
+
     def describe(self) -> str:
         return f"ListVariable(len={len(self.items)})"
 
@@ -172,28 +249,52 @@ class ListVariable(BaseSequenceVariable):
 class DictVariable(VariableTracker):
     """A dict with constant keys."""
 
+    # A dict from the frame: an OrderGuard (dict_order.py), called when the trace first
+    # depends on its key order.
+    order_guard: Callable[[str], None] | None = None
     snapshots: list[IteratorVariable]  # set by snapshot_iterator: iterators over a copy
 
     def __init__(self, items: dict[Any, VariableTracker], source=None):
         self.items = dict(items)
         self.source = source
 
+    @property
+    def deleted_keys(self) -> set:
+        """Keys the trace removed (and maybe inserted again): the effect that writes a
+        frame's dict back pops them, then updates (side_effects.py)."""
+        return self.__dict__.setdefault("_deleted_keys", set())
+
+    def clone_with(self, items: dict) -> DictVariable:
+        return DictVariable(items)
+
+    def rebuilt(self, items, plan):
+        """The output plan of this dict from ``items`` (a BuildDict plan); subclasses
+        (OrderedDict, defaultdict, Counter) wrap it in their type."""
+        return items
+
+    def uses_order(self, what: str) -> None:
+        """The trace depends on the key order from here on (``what`` names how)."""
+        if self.order_guard is not None:
+            self.order_guard(what)
+
     def python_type(self) -> type:
         return dict
 
     def as_python_constant(self) -> Any:
+        self.uses_order("reading a dict as a constant")
         return {k: v.as_python_constant() for k, v in self.items.items()}
 
     def graph_arg(self, fake: bool) -> Any:
         return {k: v.graph_arg(fake) for k, v in self.items.items()}
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        return MethodCallVariable(self, name)
+        return method_of(self, name)
 
     def truth(self, tx) -> bool:
         return bool(self.items)
 
     def unpack_var_sequence(self, tx) -> list[VariableTracker]:
+        self.uses_order("iterating a dict")
         return [ConstantVariable(k) for k in self.items]
 
     def getitem(self, tx, index) -> VariableTracker:
@@ -202,19 +303,24 @@ class DictVariable(VariableTracker):
             raise unsupported(f"KeyError {key!r} in {self.describe()}")
         return self.items[key]
 
-    def check_mutable(self, tx) -> None:
+    def check_mutable(self, tx, keys_change: bool = True) -> None:
         """Called before every in-place change: a dict from the frame records it."""
-        record_mutation(tx, self)
+        record_mutation(tx, self, keys_change)
 
     def setitem(self, tx, index, value) -> None:
-        self.check_mutable(tx)
-        self.items[index.as_python_constant()] = value
+        key = index.as_python_constant()
+        self.check_mutable(tx, keys_change=key not in self.items)
+        self.items[key] = value
 
     def call_method(self, tx, name, args, kwargs) -> VariableTracker:
+        from .arity import check_arity
+        from .dict_views import DictIteratorVariable, DictViewVariable
+
+        check_arity(dict, name, args, kwargs)
         if name in ("keys", "values", "items"):
-            view = TupleVariable(_dict_view(self, name))
-            view.view_of = self  # iterating it must stop at a change of the dict, as a view does
-            return view
+            return DictViewVariable(self, name)
+        if name in ("__iter__", "__reversed__"):
+            return DictIteratorVariable(self, "keys", reverse=name == "__reversed__")
         if name == "get":
             key = args[0].as_python_constant()
             default = args[1] if len(args) > 1 else ConstantVariable(None)
@@ -226,16 +332,17 @@ class DictVariable(VariableTracker):
         if name == "__len__":
             return ConstantVariable(len(self.items))
         if name == "copy":
-            return DictVariable(self.items)
+            return self.clone_with(self.items)
         if name not in _DICT_MUTATORS:
             raise unsupported(f"dict.{name}()")
-        self.check_mutable(tx)
+        self.check_mutable(tx, keys_change=name != "__setitem__")
         if name == "__setitem__":
             self.setitem(tx, args[0], args[1])
         elif name == "__delitem__":
             key = args[0].as_python_constant()
             if key not in self.items:
                 raise unsupported(f"KeyError {key!r} in del")
+            self.deleted_keys.add(key)
             del self.items[key]
         elif name == "update":
             if args:
@@ -244,6 +351,7 @@ class DictVariable(VariableTracker):
         elif name == "pop":
             key = args[0].as_python_constant()
             if key in self.items:
+                self.deleted_keys.add(key)
                 return self.items.pop(key)
             if len(args) > 1:
                 return args[1]
@@ -252,7 +360,15 @@ class DictVariable(VariableTracker):
             return self.items.setdefault(args[0].as_python_constant(),
                                          args[1] if len(args) > 1 else ConstantVariable(None))
         elif name == "clear":
+            self.deleted_keys.update(self.items)
             self.items.clear()
+        elif name == "popitem":
+            self.uses_order("dict.popitem()")
+            if not self.items:
+                raise unsupported("KeyError from dict.popitem() on an empty dict")
+            key, value = self.items.popitem()
+            self.deleted_keys.add(key)
+            return TupleVariable([ConstantVariable(key), value])
         else:
             raise unsupported(f"dict.{name}()")
         return ConstantVariable(None)
@@ -261,26 +377,21 @@ class DictVariable(VariableTracker):
         return f"DictVariable(keys={list(self.items)!r})"
 
 
-def _dict_view(d: "DictVariable", name: str) -> list[VariableTracker]:
-    if name == "keys":
-        return [ConstantVariable(k) for k in d.items]
-    if name == "values":
-        return list(d.items.values())
-    return [TupleVariable([ConstantVariable(k), v]) for k, v in d.items.items()]
+_DICT_MUTATORS = frozenset({"__setitem__", "__delitem__", "update", "pop", "setdefault", "clear",
+                            "popitem"})
 
 
-_DICT_MUTATORS = frozenset({"__setitem__", "__delitem__", "update", "pop", "setdefault", "clear"})
-
-
-def record_mutation(tx, container: VariableTracker) -> None:
+def record_mutation(tx, container: VariableTracker, keys_change: bool = True) -> None:
     """``container`` is about to change in place: for one read from the frame, a side
     effect (the caller's object gets its final items after the graph ran).
 
-    An iterator made from a copy of its items (``enumerate``, ``zip``, a dict's keys)
-    would not see the change, as CPython's would: while one is in use, unsupported.
+    An iterator made from a copy of its items (``reversed``, ``sorted``) would not see
+    the change, as CPython's would; a dict iterator sees new values but not new keys
+    (CPython raises RuntimeError): while one is in use, unsupported.
     """
-    if any(not it.exhausted() for it in getattr(container, "snapshots", ())):
-        raise unsupported(f"changing {container.describe()} while iterating over it")
+    for it in getattr(container, "snapshots", ()):
+        if not it.exhausted() and (keys_change or not getattr(it, "reads_live_values", False)):
+            raise unsupported(f"changing {container.describe()} while iterating over it")
     if container.source is not None:
         from ..side_effects import where_of
 
@@ -290,41 +401,13 @@ def record_mutation(tx, container: VariableTracker) -> None:
 def dict_items(tx, value: VariableTracker) -> dict[Any, VariableTracker]:
     """Items of a dict-like value (a DictVariable or a sequence of pairs)."""
     if isinstance(value, DictVariable):
+        value.uses_order("copying a dict")
         return dict(value.items)
     pairs = {}
     for pair in value.unpack_var_sequence(tx):
         key, item = pair.unpack_var_sequence(tx)
         pairs[key.as_python_constant()] = item
     return pairs
-
-
-class SetVariable(VariableTracker):
-    """A set of constants."""
-
-    def __init__(self, items: set | frozenset, source=None):
-        self.items = set(items)
-        self.source = source
-
-    def python_type(self) -> type:
-        return set
-
-    def as_python_constant(self) -> Any:
-        return set(self.items)
-
-    def var_getattr(self, tx, name: str) -> VariableTracker:
-        return MethodCallVariable(self, name)
-
-    def unpack_var_sequence(self, tx) -> list[VariableTracker]:
-        return [ConstantVariable(v) for v in self.items]
-
-    def call_method(self, tx, name, args, kwargs) -> VariableTracker:
-        if name in ("add", "update", "discard", "remove", "clear", "pop") and self.source is not None:
-            raise unsupported(f"mutating {self.source.name()}, a set from outside the frame")
-        const_args = [a.as_python_constant() for a in args]
-        result = getattr(self.items, name)(*const_args)
-        if isinstance(result, (set, frozenset)):
-            return SetVariable(result)
-        return ConstantVariable(result)
 
 
 class ConstantRange:
@@ -374,6 +457,10 @@ class IteratorVariable(VariableTracker):
     def exhausted(self) -> bool:
         return self.index >= len(self.items)
 
+    def has_items_left(self) -> bool:
+        """Whether a ``for`` loop over it runs its body (False when unknown)."""
+        return len(self.items) > self.index
+
     def remaining(self):
         """What is left to iterate: a ``range`` or a list of trackers."""
         rest = self.items[self.index:]
@@ -413,6 +500,12 @@ def iterate(tx, value: VariableTracker) -> IteratorVariable:
         return value
     if isinstance(value, ListVariable):
         return ListIteratorVariable(value)
+    from .dict_views import DictIteratorVariable, DictViewVariable
+
+    if isinstance(value, DictVariable):
+        return DictIteratorVariable(value, "keys")
+    if isinstance(value, DictViewVariable):
+        return DictIteratorVariable(value.dict_var, value.kind)
     if value.is_python_constant() and type(value.as_python_constant()) is range:
         return IteratorVariable(ConstantRange(value.as_python_constant()))
     return snapshot_iterator(value.unpack_var_sequence(tx), [value])
@@ -425,9 +518,14 @@ def snapshot_iterator(items: list, iterables: list) -> IteratorVariable:
     iterator = IteratorVariable(items)
     for iterable in iterables:
         container = getattr(iterable, "view_of", iterable)
-        if isinstance(container, (ListVariable, DictVariable)):
+        if isinstance(container, (ListVariable, DictVariable, SetVariable)) \
+                or getattr(container, "tracks_snapshots", False):
             iterator.live = False
             if not hasattr(container, "snapshots"):
                 container.snapshots = []
             container.snapshots.append(iterator)
     return iterator
+
+
+# Sets live in sets.py; re-exported here, where the other containers are.
+from .sets import SetVariable

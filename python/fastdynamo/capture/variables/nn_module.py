@@ -12,7 +12,6 @@ source; submodules are guarded by identity.
 from __future__ import annotations
 
 import types
-from collections.abc import Sized
 from typing import Any
 
 import torch
@@ -128,6 +127,10 @@ class NNModuleVariable(VariableTracker):
         if name in ("parameters", "buffers", "named_parameters", "children", "modules"):
             raise unsupported(f"{type(self.module).__qualname__}.{name}() inside a compiled frame")
         if isinstance(self.module, torch.nn.ModuleDict):
+            from .dict_order import guard_module_table
+
+            if name in ("keys", "values", "items"):
+                guard_module_table(tx, self.source, self.module, "_modules")
             if name == "keys":
                 return TupleVariable([ConstantVariable(k) for k in self.module.keys()])
             if name == "values":
@@ -135,23 +138,34 @@ class NNModuleVariable(VariableTracker):
             if name == "items":
                 return TupleVariable([TupleVariable([ConstantVariable(k), v])
                                       for k, v in zip(self.module.keys(), self._submodules(tx), strict=True)])
-        if name == "__len__" and isinstance(self.module, Sized):
+        if name == "__len__" and isinstance(self.module, _MODULE_CONTAINERS):
+            from .dict_order import guard_module_length
+
+            guard_module_length(tx, self.source, self.module)  # ModuleList.append after a call
             return ConstantVariable(len(self.module))
         return self.var_getattr(tx, name).call_function(tx, args, kwargs)
 
     def _submodules(self, tx) -> list[VariableTracker]:
         from ..builder import wrap_value
+        from .dict_order import guard_module_table
+
+        guard_module_table(tx, self.source, self.module, "_modules")
 
         return [wrap_value(tx, mod, self._table_source("_modules", key)) for key, mod in self.module._modules.items()]
 
     def unpack_var_sequence(self, tx) -> list[VariableTracker]:
         if isinstance(self.module, torch.nn.ModuleDict):
+            from .dict_order import guard_module_table
+
+            guard_module_table(tx, self.source, self.module, "_modules")
             return [ConstantVariable(k) for k in self.module.keys()]
         if isinstance(self.module, (torch.nn.ModuleList, torch.nn.Sequential)):
             return self._submodules(tx)
         if isinstance(self.module, (torch.nn.ParameterList,)):
             from ..builder import wrap_value
+            from .dict_order import guard_module_table
 
+            guard_module_table(tx, self.source, self.module, "_parameters")
             return [wrap_value(tx, p, self._table_source("_parameters", k)) for k, p in self.module._parameters.items()]
         raise unsupported(f"iterating over {type(self.module).__qualname__}")
 
@@ -173,6 +187,8 @@ class NNModuleVariable(VariableTracker):
     def describe(self) -> str:
         return f"NNModuleVariable({type(self.module).__qualname__})"
 
+
+_MODULE_CONTAINERS = (torch.nn.ModuleList, torch.nn.Sequential, torch.nn.ModuleDict, torch.nn.ParameterList)
 
 # Names every module has in its __dict__ (tables, hooks, flags); ``training`` is a
 # plain attribute and may be assigned.

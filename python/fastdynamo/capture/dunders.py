@@ -1,0 +1,181 @@
+"""Operators on tuples and lists as CPython runs them: a tuple subclass's own dunder
+(``__add__``, ``__eq__``, ... of a ``typing.NamedTuple`` or a namedtuple subclass) is
+called, in CPython's order (a right operand whose type is a subclass of the left's and
+overrides the reflected method goes first; ``NotImplemented`` tries the other side), and
+sequences compare item by item with the identity shortcut (``(x,) == (x,)`` holds for a
+tensor ``x`` without calling ``Tensor.__eq__``).
+
+>>> import operator
+>>> from fastdynamo.capture.variables.constant import ConstantVariable
+>>> from fastdynamo.capture.variables.containers import TupleVariable
+>>> one = ConstantVariable(1)
+>>> compare_sequences(None, operator.lt, TupleVariable([one]), TupleVariable([one, one])).value
+True
+"""
+from __future__ import annotations
+
+import operator
+import types
+from collections.abc import Callable
+from typing import Any
+
+from ..exc import unsupported
+from .variables.base import VariableTracker
+from .variables.constant import ConstantVariable
+from .variables.containers import BaseSequenceVariable, ListVariable, TupleVariable
+
+# operator function -> (method, reflected method)
+_BINARY_NAMES: dict[Callable, tuple[str, str]] = {
+    operator.add: ("__add__", "__radd__"), operator.sub: ("__sub__", "__rsub__"),
+    operator.mul: ("__mul__", "__rmul__"), operator.matmul: ("__matmul__", "__rmatmul__"),
+    operator.truediv: ("__truediv__", "__rtruediv__"), operator.floordiv: ("__floordiv__", "__rfloordiv__"),
+    operator.mod: ("__mod__", "__rmod__"), operator.pow: ("__pow__", "__rpow__"),
+    operator.lshift: ("__lshift__", "__rlshift__"), operator.rshift: ("__rshift__", "__rrshift__"),
+    operator.and_: ("__and__", "__rand__"), operator.or_: ("__or__", "__ror__"),
+    operator.xor: ("__xor__", "__rxor__"),
+}
+_INPLACE = {
+    operator.iadd: (operator.add, "__iadd__"), operator.isub: (operator.sub, "__isub__"),
+    operator.imul: (operator.mul, "__imul__"), operator.imatmul: (operator.matmul, "__imatmul__"),
+    operator.itruediv: (operator.truediv, "__itruediv__"),
+    operator.ifloordiv: (operator.floordiv, "__ifloordiv__"), operator.imod: (operator.mod, "__imod__"),
+    operator.ipow: (operator.pow, "__ipow__"), operator.ilshift: (operator.lshift, "__ilshift__"),
+    operator.irshift: (operator.rshift, "__irshift__"), operator.iand: (operator.and_, "__iand__"),
+    operator.ior: (operator.or_, "__ior__"), operator.ixor: (operator.xor, "__ixor__"),
+}
+# comparison -> (method, the reflected comparison's method)
+_COMPARE_NAMES = {
+    operator.eq: ("__eq__", "__eq__"), operator.ne: ("__ne__", "__ne__"),
+    operator.lt: ("__lt__", "__gt__"), operator.le: ("__le__", "__ge__"),
+    operator.gt: ("__gt__", "__lt__"), operator.ge: ("__ge__", "__le__"),
+}
+
+
+def user_method(value: VariableTracker, name: str) -> Any:
+    """The Python function ``type(value).name`` when a tuple subclass defines it itself
+    (above ``tuple`` in the MRO), else None; other kinds of attribute are unsupported."""
+    if not isinstance(value, TupleVariable) or value.tuple_type is tuple:
+        return None
+    for klass in value.tuple_type.__mro__:
+        if klass is tuple:
+            return None
+        if name in klass.__dict__:
+            found = klass.__dict__[name]
+            if isinstance(found, types.FunctionType):
+                return found
+            raise unsupported(f"{klass.__qualname__}.{name} of kind {type(found).__name__}")
+    return None
+
+
+def _call(tx, fn: Any, args: list[VariableTracker]) -> VariableTracker | None:
+    """Inline ``fn(*args)``; None when it returned ``NotImplemented``."""
+    from .variables.functions import UserFunctionVariable
+
+    result = UserFunctionVariable(fn).call_function(tx, args, {})
+    if result.is_python_constant() and result.as_python_constant() is NotImplemented:
+        return None
+    return result
+
+
+def _dispatch(tx, left, right, method: str, reflected: str) -> VariableTracker | None:
+    """CPython's binary-operator order over the operands' own Python methods."""
+    forward = user_method(left, method)
+    backward = None
+    if _type_of(right) is not _type_of(left):
+        backward = user_method(right, reflected)
+    calls = [(forward, [left, right]), (backward, [right, left])]
+    if backward is not None and _is_proper_subclass(right, left):
+        calls.reverse()
+    for fn, args in calls:
+        if fn is not None:
+            result = _call(tx, fn, args)
+            if result is not None:
+                return result
+    return None
+
+
+def user_binary_op(tx, op: Callable, left: VariableTracker, right: VariableTracker) -> VariableTracker | None:
+    """``op(left, right)`` through a tuple subclass's own dunders, or None (built-in
+    behaviour applies)."""
+    if not (_custom(left) or _custom(right)):
+        return None
+    if op in _INPLACE:
+        plain, inplace = _INPLACE[op]
+        fn = user_method(left, inplace)
+        if fn is not None:
+            result = _call(tx, fn, [left, right])
+            if result is not None:
+                return result
+        op = plain
+    names = _BINARY_NAMES.get(op)
+    return _dispatch(tx, left, right, *names) if names else None
+
+
+def user_compare_op(tx, op: Callable, left: VariableTracker, right: VariableTracker) -> VariableTracker | None:
+    if not (_custom(left) or _custom(right)):
+        return None
+    return _dispatch(tx, left, right, *_COMPARE_NAMES[op])
+
+
+def compare_sequences(tx, op: Callable, left: VariableTracker, right: VariableTracker) -> VariableTracker:
+    """``left <op> right`` for two tuples or two lists (``list_richcompare``,
+    ``tuple_richcompare``): items compared with identity first, then ``==``."""
+    from .operators import _sequence_items, compare_op, rich_compare_bool
+
+    kinds = {_kind(left), _kind(right)}
+    if len(kinds) > 1:  # a list and a tuple: NotImplemented both ways
+        if op in (operator.eq, operator.ne):
+            return ConstantVariable(op is operator.ne)
+        raise unsupported(f"{op.__name__} between a list and a tuple (TypeError in Python)")
+    a, b = _sequence_items(left), _sequence_items(right)
+    if kinds == {list} and len(a) != len(b) and op in (operator.eq, operator.ne):
+        return ConstantVariable(op is operator.ne)
+    index = 0
+    while index < len(a) and index < len(b) and rich_compare_bool(tx, a[index], b[index]):
+        index += 1
+    if index >= len(a) or index >= len(b):
+        return ConstantVariable(op(len(a), len(b)))
+    if op in (operator.eq, operator.ne):
+        return ConstantVariable(op is operator.ne)
+    return compare_op(tx, op, a[index], b[index])
+
+
+def _custom(value: VariableTracker) -> bool:
+    return isinstance(value, TupleVariable) and value.tuple_type is not tuple
+
+
+def _kind(value: VariableTracker) -> type:
+    return list if isinstance(value, ListVariable) or (
+        not isinstance(value, BaseSequenceVariable) and type(value.as_python_constant()) is list) else tuple
+
+
+def _type_of(value: VariableTracker) -> type | None:
+    try:
+        return value.python_type()
+    except Exception:  # noqa: BLE001 - unknown type
+        return None
+
+
+def _is_proper_subclass(right: VariableTracker, left: VariableTracker) -> bool:
+    rtype, ltype = _type_of(right), _type_of(left)
+    return rtype is not None and ltype is not None and rtype is not ltype and issubclass(rtype, ltype)
+
+
+__all__ = ["compare_sequences", "user_binary_op", "user_compare_op", "user_method"]
+
+
+def compare_dicts(tx, op: Callable, left, right) -> VariableTracker:
+    """``left == right`` / ``!=`` for two dicts (``dict_equal``: same keys, values equal
+    with the identity shortcut; two OrderedDicts also compare their order)."""
+    import collections
+
+    from .operators import rich_compare_bool
+
+    if op not in (operator.eq, operator.ne):
+        raise unsupported(f"{op.__name__} between dicts (TypeError in Python)")
+    a, b = left.items, right.items
+    equal = len(a) == len(b) and all(k in b and rich_compare_bool(tx, v, b[k]) for k, v in a.items())
+    ordered = collections.OrderedDict
+    if equal and issubclass(left.python_type(), ordered) and issubclass(right.python_type(), ordered):
+        equal = list(a) == list(b)
+    return ConstantVariable(equal if op is operator.eq else not equal)
