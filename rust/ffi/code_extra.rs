@@ -72,7 +72,7 @@ fn index() -> Py_ssize_t {
 }
 
 /// Whether the hook reads `co_extra` in place (tests, and `_code_extra_read_in_place`,
-/// which checks per CPython version that the probe passed).
+/// which checks on each supported interpreter that the probe passed).
 pub fn direct_read_enabled() -> bool {
     DIRECT_INDEX.load(Ordering::Relaxed) >= 0
 }

@@ -91,7 +91,8 @@ impl<'py> FrameRef<'py> {
     }
 
     /// Whether a `PyFrameObject` was made for this frame. A frame the hook answers itself
-    /// must have none: it is released without the frame-object hand-over CPython does.
+    /// must have none: it is released without the hand-over to the frame object that the
+    /// interpreter does.
     pub fn has_frame_object(self) -> bool {
         !self.field::<*mut PyObject>(layout().frame_frame_obj).is_null()
     }
