@@ -26,6 +26,11 @@ pub enum Action {
     SkipRecursive = 2,
     /// Look up the cache, never compile (set when the recompile limit is reached).
     RunOnly = 3,
+    /// The code of `fastdynamo.compile`'s wrapper: entered while its region is already
+    /// this thread's (a compiled function calling itself or another of the same
+    /// `compile`), the function it wraps is called directly, so that a compiled call costs
+    /// the recursion depth (and C stack) of an eager one, not three frames.
+    RegionWrapper = 4,
 }
 
 impl Action {
@@ -35,6 +40,7 @@ impl Action {
             1 => Some(Action::Skip),
             2 => Some(Action::SkipRecursive),
             3 => Some(Action::RunOnly),
+            4 => Some(Action::RegionWrapper),
             _ => None,
         }
     }
@@ -75,6 +81,9 @@ pub struct CodeState {
     /// Whether this code is some entry's transformed code (stays skipped across reset).
     transformed: Cell<bool>,
     limit_warned: Cell<bool>,
+    /// Bumped by every change to `entries`, so that a lookup whose guards ran Python (and
+    /// may have let another thread push, promote or reset entries) knows its index is stale.
+    generation: Cell<u64>,
 }
 
 impl CodeState {
@@ -85,6 +94,7 @@ impl CodeState {
             entries: GilCell::new(Vec::new()),
             transformed: Cell::new(false),
             limit_warned: Cell::new(false),
+            generation: Cell::new(0),
         }
     }
 
@@ -123,7 +133,17 @@ impl CodeState {
             .unwrap_or_default()
     }
 
-    /// Moves the entry at `index` to the front (most recently used).
+    #[inline]
+    pub fn generation(&self) -> u64 {
+        self.generation.get()
+    }
+
+    fn changed(&self) {
+        self.generation.set(self.generation.get().wrapping_add(1));
+    }
+
+    /// Moves the entry at `index` to the front (most recently used). Only valid while the
+    /// generation is the one `index` was read under.
     pub fn touch(&self, py: Python<'_>, index: usize) {
         if index == 0 {
             return;
@@ -132,13 +152,27 @@ impl CodeState {
             if index < entries.len() {
                 let entry = entries.remove(index);
                 entries.insert(0, entry);
+                self.changed();
             }
         }
+    }
+
+    /// Moves `entry` to the front if it is still in the list (found by identity).
+    pub fn touch_entry(&self, py: Python<'_>, entry: &Bound<'_, CacheEntry>) {
+        let position = self.position(py, entry);
+        if let Some(index) = position {
+            self.touch(py, index);
+        }
+    }
+
+    pub fn position(&self, py: Python<'_>, entry: &Bound<'_, CacheEntry>) -> Option<usize> {
+        self.entries.try_borrow(py)?.iter().position(|e| e.as_ptr() == entry.as_ptr())
     }
 
     pub fn push_front(&self, py: Python<'_>, entry: Py<CacheEntry>) {
         if let Some(mut entries) = self.entries.try_borrow_mut(py) {
             entries.insert(0, entry);
+            self.changed();
         }
     }
 
@@ -148,6 +182,7 @@ impl CodeState {
     }
 
     fn take_entries(&self, py: Python<'_>) -> Vec<Py<CacheEntry>> {
+        self.changed();
         self.entries.try_borrow_mut(py).map(|mut e| std::mem::take(&mut *e)).unwrap_or_default()
     }
 
@@ -186,15 +221,43 @@ struct Signature {
     keyword_names: Py<PyTuple>,
 }
 
-/// The function built from an entry's code for the last (globals, closure) seen.
+/// The function built from an entry's code for the last user function seen (its globals
+/// and closure). The user's function is held weakly: when it dies, a weakref callback
+/// drops the built function, so the entry never keeps a closure's cells (large tensors),
+/// or the globals, alive (entries live in `co_extra`, which the GC cannot see).
 struct FunctionCache {
-    globals: Py<PyAny>,
-    closure: Option<Py<PyAny>>,
+    /// Address of the user's function; valid while `owner_ref` is, since the callback
+    /// clears this cache before that memory can be reused.
+    owner: usize,
+    /// A weakref to the user's function whose callback is a [`ForgetFunction`].
+    _owner_ref: Py<PyAny>,
     function: Py<PyAny>,
 }
 
-/// One compiled version of a code object: run `code` when `guards` pass.
+/// The weakref callback that empties an entry's function cache when the user's function
+/// it was built for dies.
 #[pyclass(frozen, module = "fastdynamo._native")]
+struct ForgetFunction {
+    /// A weakref to the entry (the entry holds this callback through its cache).
+    entry: Py<PyAny>,
+}
+
+#[pymethods]
+impl ForgetFunction {
+    fn __call__(&self, py: Python<'_>, _dead: &Bound<'_, PyAny>) {
+        use pyo3::types::PyWeakrefMethods;
+        let Ok(reference) = self.entry.bind(py).cast::<pyo3::types::PyWeakrefReference>() else { return };
+        if let Some(entry) = reference.upgrade() {
+            if let Ok(entry) = entry.cast::<CacheEntry>() {
+                let stale = entry.get().function.try_borrow_mut(py).and_then(|mut cache| cache.take());
+                drop(stale); // may run Python (the closure's contents): after the borrow ends
+            }
+        }
+    }
+}
+
+/// One compiled version of a code object: run `code` when `guards` pass.
+#[pyclass(frozen, weakref, module = "fastdynamo._native")]
 pub struct CacheEntry {
     guards: Py<GuardSet>,
     code: Py<PyAny>,
@@ -277,11 +340,12 @@ impl CacheEntry {
     }
 
     /// Runs the transformed code with the frame's arguments.
-    pub fn run<'py>(&self, input: &GuardInput<'_, 'py>) -> PyResult<Bound<'py, PyAny>> {
+    pub fn run<'py>(entry: &Bound<'py, CacheEntry>, input: &GuardInput<'_, 'py>) -> PyResult<Bound<'py, PyAny>> {
         let py = input.py();
-        let function = self.function_for(input)?;
-        let sig = &self.signature.parameters;
-        let keyword_names = self.signature.keyword_names.bind(py);
+        let this = entry.get();
+        let function = this.function_for(entry, input)?;
+        let sig = &this.signature.parameters;
+        let keyword_names = this.signature.keyword_names.bind(py);
         let fixed = sig.positional + sig.keyword_only;
         let names = (sig.keyword_only > 0).then_some(keyword_names);
         if !sig.varargs && !sig.varkw {
@@ -316,38 +380,47 @@ impl CacheEntry {
     }
 
     /// The function object for this entry's code with the frame's globals and closure,
-    /// cached for the last pair seen (one per entry in the common case).
-    fn function_for<'py>(&self, input: &GuardInput<'_, 'py>) -> PyResult<Bound<'py, PyAny>> {
+    /// cached for the last user function seen (one per entry in the common case).
+    fn function_for<'py>(&self, entry: &Bound<'py, CacheEntry>, input: &GuardInput<'_, 'py>) -> PyResult<Bound<'py, PyAny>> {
         let py = input.py();
-        let globals = input.globals();
-        let closure = input.closure();
-        if let Some(cache) = self.function.try_borrow(py) {
+        let owner = input.function();
+        if let (Some(owner), Some(cache)) = (owner, self.function.try_borrow(py)) {
             if let Some(cached) = cache.as_ref() {
-                let same_closure = match (&cached.closure, &closure) {
-                    (None, None) => true,
-                    (Some(a), Some(b)) => a.as_ptr() == b.as_ptr(),
-                    _ => false,
-                };
-                if same_closure && cached.globals.as_ptr() == globals.as_ptr() {
+                if cached.owner == owner.as_ptr() as usize {
                     return Ok(cached.function.bind(py).clone());
                 }
             }
         }
         let code = self.code.bind(py);
         let name = code.getattr(intern!(py, "co_name"))?;
+        let closure = input.closure();
         let closure_arg = closure.as_ref().map_or_else(|| py.None().into_bound(py), |c| (*c).to_owned().into_any());
         let function = py
             .import(intern!(py, "types"))?
             .getattr(intern!(py, "FunctionType"))?
-            .call1((code, globals.to_owned(), name, py.None(), closure_arg))?;
-        if let Some(mut cache) = self.function.try_borrow_mut(py) {
-            *cache = Some(FunctionCache {
-                globals: globals.to_owned().unbind(),
-                closure: closure.map(|c| c.to_owned().into_any().unbind()),
-                function: function.clone().unbind(),
-            });
+            .call1((code, input.globals().to_owned(), name, py.None(), closure_arg))?;
+        if let Some(owner) = owner {
+            self.remember_function(entry, &owner.to_owned(), &function)?;
         }
         Ok(function)
+    }
+
+    fn remember_function(&self, entry: &Bound<'_, CacheEntry>, owner: &Bound<'_, PyAny>, function: &Bound<'_, PyAny>) -> PyResult<()> {
+        let py = entry.py();
+        let entry_ref = pyo3::types::PyWeakrefReference::new(entry)?;
+        let forget = Bound::new(py, ForgetFunction { entry: entry_ref.into_any().unbind() })?;
+        let Ok(owner_ref) = pyo3::types::PyWeakrefReference::new_with(owner, forget) else {
+            return Ok(()); // an owner without weakref support: not cached
+        };
+        let replaced = self.function.try_borrow_mut(py).map(|mut cache| {
+            cache.replace(FunctionCache {
+                owner: owner.as_ptr() as usize,
+                _owner_ref: owner_ref.into_any().unbind(),
+                function: function.clone().unbind(),
+            })
+        });
+        drop(replaced); // outside the borrow: dropping may run Python
+        Ok(())
     }
 }
 

@@ -25,8 +25,23 @@ enum Callback {
     Compile(Py<PyAny>),
 }
 
+/// This thread's callback. A thread that exits with one set still counts in
+/// `ACTIVE_THREADS` until this is destroyed: then it stops counting, and the evaluator is
+/// uninstalled at the next chance (`uninstall_if_idle`), since a thread being torn down
+/// has no Python thread state left to do it with.
+struct ThreadCallback(RefCell<Callback>);
+
+impl Drop for ThreadCallback {
+    fn drop(&mut self) {
+        if !matches!(*self.0.borrow(), Callback::Off) {
+            ACTIVE_THREADS.fetch_sub(1, Ordering::Relaxed);
+        }
+        // A callable left here is released by PyO3's pool once the GIL is next held.
+    }
+}
+
 thread_local! {
-    static CALLBACK: RefCell<Callback> = const { RefCell::new(Callback::Off) };
+    static CALLBACK: ThreadCallback = const { ThreadCallback(RefCell::new(Callback::Off)) };
     /// What the hook reads on every frame, in one const-initialised cell (no lazy
     /// initialisation or destructor check): the mode in the low two bits, and above them
     /// how deep the runtime is in its own Python (callback, guards, recursive skips).
@@ -59,7 +74,7 @@ pub fn mode() -> Mode {
 
 /// The compile callback, if this thread has one.
 pub fn compile_callback(py: Python<'_>) -> Option<Py<PyAny>> {
-    CALLBACK.with(|cb| match &*cb.borrow() {
+    CALLBACK.with(|cb| match &*cb.0.borrow() {
         Callback::Compile(f) => Some(f.clone_ref(py)),
         _ => None,
     })
@@ -113,20 +128,35 @@ pub fn set_callback(py: Python<'_>, callback: &Bound<'_, PyAny>) -> PyResult<Py<
     let turning_on = !matches!(new, Callback::Off);
     let bits = mode_bits(&new);
     FAST_STATE.with(|s| s.set((s.get() & !MODE_BITS) | bits));
-    let previous = CALLBACK.with(|cb| std::mem::replace(&mut *cb.borrow_mut(), new));
+    let previous = CALLBACK.with(|cb| std::mem::replace(&mut *cb.0.borrow_mut(), new));
     let was_on = !matches!(previous, Callback::Off);
-    if turning_on && !was_on && ACTIVE_THREADS.fetch_add(1, Ordering::Relaxed) == 0 {
+    if turning_on && !was_on {
+        ACTIVE_THREADS.fetch_add(1, Ordering::Relaxed);
+    } else if !turning_on && was_on {
+        ACTIVE_THREADS.fetch_sub(1, Ordering::Relaxed);
+    }
+    if turning_on {
+        // Also when the count did not change: another evaluator may have removed ours, or
+        // been installed over it, since this thread last looked.
         hook::install(py);
-    } else if !turning_on && was_on && ACTIVE_THREADS.fetch_sub(1, Ordering::Relaxed) == 1 {
-        hook::uninstall(py);
+    } else {
+        uninstall_if_idle(py);
     }
     Ok(to_python(py, previous))
+}
+
+/// Uninstalls the evaluator when no thread has a callback (also after a thread exited
+/// with one set, or after another evaluator put ours back on top).
+pub fn uninstall_if_idle(py: Python<'_>) {
+    if ACTIVE_THREADS.load(Ordering::Relaxed) == 0 {
+        hook::uninstall(py);
+    }
 }
 
 /// This thread's callback: `None`, `False` or the callable.
 #[pyfunction]
 pub fn get_callback(py: Python<'_>) -> Py<PyAny> {
-    CALLBACK.with(|cb| match &*cb.borrow() {
+    CALLBACK.with(|cb| match &*cb.0.borrow() {
         Callback::Off => py.None(),
         Callback::RunOnly => PyBool::new(py, false).to_owned().into_any().unbind(),
         Callback::Compile(f) => f.clone_ref(py),

@@ -48,7 +48,7 @@ pub fn quick_decision<'py>(
         match state.action(frame.py()) {
             Action::Skip => return Ok(Decision::Default),
             Action::SkipRecursive => return Ok(Decision::DefaultUnobserved),
-            Action::Default | Action::RunOnly => {}
+            Action::Default | Action::RunOnly | Action::RegionWrapper => {}
         }
     }
     Err(Pending { mode, state })
@@ -63,10 +63,13 @@ pub fn decide<'py>(frame: FrameRef<'py>, pending: Pending<'py>) -> Decision<'py>
     if frame.is_generator_like() || !frame.owned_by_thread() || frame.has_started() || frame.has_frame_object() {
         return Decision::Default;
     }
+    if state.is_some_and(|s| s.action(frame.py()) == Action::RegionWrapper) {
+        return call_through_wrapper(frame).unwrap_or(Decision::Default);
+    }
     let input = GuardInput::from_frame(frame);
     if let Some(state) = state {
         if let Some(entry) = lookup(state, &input) {
-            return Decision::Done(entry.get().run(&input));
+            return Decision::Done(CacheEntry::run(&entry, &input));
         }
         if mode == Mode::RunOnly || state.action(frame.py()) == Action::RunOnly {
             return Decision::Default;
@@ -78,13 +81,22 @@ pub fn decide<'py>(frame: FrameRef<'py>, pending: Pending<'py>) -> Decision<'py>
 }
 
 /// Finds the first entry whose guards pass, in MRU order, and moves it to the front.
+///
+/// Guards may run Python (attribute reads, `__eq__`), which may switch threads; another
+/// thread may then push, promote or reset entries. The scan goes by index while the
+/// entries are unchanged, and over a copy from the start once they have changed.
 fn lookup<'py>(state: &CodeState, input: &GuardInput<'_, 'py>) -> Option<Bound<'py, CacheEntry>> {
     let py = input.py();
     let _suspended = callback::suspend();
+    let generation = state.generation();
     let mut index = 0;
     while let Some(entry) = state.entry(py, index) {
         let entry = entry.into_bound(py);
-        if entry.get().guard_set(py).get().check(input) {
+        let passed = entry.get().guard_set(py).get().check(input);
+        if state.generation() != generation {
+            return if passed { Some(promote(state, entry)) } else { lookup_in_copy(state, input) };
+        }
+        if passed {
             entry.get().count_hit();
             state.touch(py, index);
             return Some(entry);
@@ -93,6 +105,44 @@ fn lookup<'py>(state: &CodeState, input: &GuardInput<'_, 'py>) -> Option<Bound<'
         index += 1;
     }
     None
+}
+
+#[cold]
+fn lookup_in_copy<'py>(state: &CodeState, input: &GuardInput<'_, 'py>) -> Option<Bound<'py, CacheEntry>> {
+    let py = input.py();
+    for entry in state.entries(py) {
+        let entry = entry.into_bound(py);
+        if entry.get().guard_set(py).get().check(input) {
+            return Some(promote(state, entry));
+        }
+        entry.get().count_miss();
+    }
+    None
+}
+
+fn promote<'py>(state: &CodeState, entry: Bound<'py, CacheEntry>) -> Bound<'py, CacheEntry> {
+    entry.get().count_hit();
+    state.touch_entry(entry.py(), &entry);
+    entry
+}
+
+/// A `fastdynamo.compile` wrapper entered inside its own region: calls the wrapped
+/// function with the wrapper's `*args`/`**kwargs` (the wrapper would only set the callback
+/// that is already set). None when the wrapper must run (another region, or no callback).
+fn call_through_wrapper<'py>(frame: FrameRef<'py>) -> Option<Decision<'py>> {
+    let py = frame.py();
+    let current = callback::compile_callback(py)?;
+    let wrapper = frame.function();
+    let region = wrapper.getattr(pyo3::intern!(py, "_fastdynamo_region")).ok()?;
+    let region_callback = region.getattr(pyo3::intern!(py, "callback")).ok()?;
+    if region_callback.as_ptr() != current.as_ptr() {
+        return None;
+    }
+    let original = wrapper.getattr(pyo3::intern!(py, "_fastdynamo_original")).ok()?;
+    let args = frame.local(0)?.cast::<pyo3::types::PyTuple>().ok()?.to_owned();
+    let kwargs = frame.local(1)?.cast::<pyo3::types::PyDict>().ok()?.to_owned();
+    let kwargs = (!kwargs.is_empty()).then_some(kwargs);
+    Some(Decision::Done(original.call(args, kwargs.as_ref())))
 }
 
 #[cold]
@@ -129,8 +179,16 @@ fn apply<'py>(state: &CodeState, input: &GuardInput<'_, 'py>, result: &Bound<'py
         return Decision::Default;
     }
     if let Ok(entry) = result.cast::<CacheEntry>() {
-        state.push_front(py, entry.clone().unbind());
-        return Decision::Done(entry.get().run(input));
+        // Another thread may have compiled this code meanwhile (the callback ran Python):
+        // an entry already in the list is promoted, and the limit holds for new ones.
+        if state.position(py, entry).is_some() {
+            state.touch_entry(py, entry);
+        } else if state.entry_count(py) < cache::recompile_limit() {
+            state.push_front(py, entry.clone().unbind());
+        } else {
+            state.set_action(py, Action::RunOnly);
+        }
+        return Decision::Done(CacheEntry::run(entry, input));
     }
     let as_action = if result.is_instance_of::<pyo3::types::PyBool>() { None } else { result.extract::<i64>().ok() };
     match as_action.and_then(Action::from_int) {

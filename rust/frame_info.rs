@@ -22,6 +22,8 @@ pub struct GuardInput<'a, 'py> {
     globals: Borrowed<'a, 'py, PyAny>,
     builtins: Borrowed<'a, 'py, PyAny>,
     closure: Option<Borrowed<'a, 'py, PyTuple>>,
+    /// The function being called (live frames only).
+    function: Option<Borrowed<'a, 'py, PyAny>>,
 }
 
 impl<'a, 'py> GuardInput<'a, 'py> {
@@ -32,6 +34,7 @@ impl<'a, 'py> GuardInput<'a, 'py> {
             globals: frame.globals(),
             builtins: frame.builtins(),
             closure: frame.closure(),
+            function: Some(frame.function()),
         }
     }
 
@@ -44,6 +47,7 @@ impl<'a, 'py> GuardInput<'a, 'py> {
             globals: f.f_globals.bind_borrowed(py),
             builtins: f.f_builtins.bind_borrowed(py),
             closure: f.closure.bind_borrowed(py).cast::<PyTuple>().ok(),
+            function: None,
         }
     }
 
@@ -76,6 +80,11 @@ impl<'a, 'py> GuardInput<'a, 'py> {
 
     pub fn closure(&self) -> Option<Borrowed<'_, 'py, PyTuple>> {
         self.closure
+    }
+
+    #[must_use]
+    pub fn function(&self) -> Option<Borrowed<'_, 'py, PyAny>> {
+        self.function
     }
 }
 

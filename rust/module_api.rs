@@ -12,11 +12,11 @@ fn runtime_version() -> &'static str {
     env!("CARGO_PKG_VERSION")
 }
 
-/// Marks `code` with an action: DEFAULT, SKIP, SKIP_RECURSIVE or RUN_ONLY.
+/// Marks `code` with an action: `DEFAULT`, `SKIP`, `SKIP_RECURSIVE`, `RUN_ONLY` or `REGION_WRAPPER`.
 #[pyfunction]
 fn set_code_action(py: Python<'_>, code: &Bound<'_, PyAny>, action: i64) -> PyResult<()> {
     let action = Action::from_int(action)
-        .ok_or_else(|| Error::BadValue(format!("unknown action {action}; use DEFAULT, SKIP, SKIP_RECURSIVE or RUN_ONLY")))?;
+        .ok_or_else(|| Error::BadValue(format!("unknown action {action}; use DEFAULT, SKIP, SKIP_RECURSIVE, RUN_ONLY or REGION_WRAPPER")))?;
     code_extra::state_or_attach(code.as_borrowed())?.set_action(py, action);
     Ok(())
 }
@@ -108,6 +108,7 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("SKIP", Action::Skip as i64)?;
     module.add("SKIP_RECURSIVE", Action::SkipRecursive as i64)?;
     module.add("RUN_ONLY", Action::RunOnly as i64)?;
+    module.add("REGION_WRAPPER", Action::RegionWrapper as i64)?;
     module.add("DEFAULT_RECOMPILE_LIMIT", cache::DEFAULT_RECOMPILE_LIMIT)?;
     Ok(())
 }

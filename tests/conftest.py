@@ -1,20 +1,22 @@
-"""Shared pytest setup: the Triton environment (set before anything imports triton) and
-hypothesis profiles: ``ci`` (the default) runs a few hundred generated programs; select
-thousands with ``--hypothesis-profile=long``, fewer with ``versions`` (CI's extra CPython
-versions).
+"""Fixtures shared by the test suite, and the hypothesis profiles: ``ci`` (the default)
+runs a few hundred generated programs; select thousands with ``--hypothesis-profile=long``,
+fewer with ``versions`` (CI's extra CPython versions).
+The environment (Triton's interpreter, strict errors, a fresh kernel cache, the native
+extension loaded) is set by the repository's root ``conftest.py``.
 """
+from __future__ import annotations
+
 import os
-import tempfile
+import site
+from pathlib import Path
+from typing import Iterator
 
-# Every test selection runs in the same environment: Triton kernels (the default backend)
-# run in Triton's interpreter on CPU tensors, which must be chosen before triton is first
-# imported (the first capture imports it through torch). Internal errors of the Triton
-# backend raise instead of falling back to ATen, and generated kernels go to a fresh cache.
-os.environ.setdefault("TRITON_INTERPRET", "1")
-os.environ.setdefault("FASTDYNAMO_TRITON_STRICT", "1")
-os.environ.setdefault("FASTDYNAMO_CACHE_DIR", tempfile.mkdtemp(prefix="fastdynamo-tests-"))
+import pytest
+import torch
+from hypothesis import HealthCheck, settings
 
-from hypothesis import HealthCheck, settings  # noqa: E402
+import fastdynamo
+from fastdynamo import logs
 
 settings.register_profile("ci", max_examples=150, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
@@ -25,7 +27,69 @@ settings.register_profile("versions", max_examples=40, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("ci")
 
-# Compiler bugs must fail tests, not fall back to Python silently.
-import fastdynamo.config  # noqa: E402
+# The directory holding the fastdynamo under test: python/ (in place, PYTHONPATH=python) or
+# site-packages (installed).
+PACKAGE_PARENT = Path(fastdynamo.__file__).resolve().parents[1]
 
-fastdynamo.config.fallback_on_internal_error = False
+
+class FreshCache:
+    """What :func:`fresh_cache` gives a test: ``disk()`` points ``FASTDYNAMO_CACHE_DIR``
+    at a new, empty directory for this test only and returns it."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory):
+        self._monkeypatch = monkeypatch
+        self._tmp_path_factory = tmp_path_factory
+
+    def disk(self) -> Path:
+        path = self._tmp_path_factory.mktemp("fastdynamo-cache")
+        self._monkeypatch.setenv("FASTDYNAMO_CACHE_DIR", str(path))
+        return path
+
+
+@pytest.fixture
+def fresh_cache(monkeypatch: pytest.MonkeyPatch,
+                tmp_path_factory: pytest.TempPathFactory) -> Iterator[FreshCache]:
+    """An empty compile cache (``fastdynamo.reset()``) before and after the test; the grad
+    mode and logs a failing test leaves behind are restored. Use it in a module with
+    ``pytestmark = pytest.mark.usefixtures("fresh_cache")``, or take it as an argument
+    and call ``fresh_cache.disk()`` for a fresh on-disk kernel cache as well."""
+    fastdynamo.reset()
+    mode = torch.is_grad_enabled()
+    yield FreshCache(monkeypatch, tmp_path_factory)
+    fastdynamo.reset()
+    torch.set_grad_enabled(mode)
+    logs.set_logs("")
+
+
+def _python_path() -> str:
+    """PYTHONPATH for a child that imports the fastdynamo under test: the in-place
+    package's parent first; nothing added for an installed one (site-packages is on the
+    child's path already, and must not move ahead of the standard library)."""
+    inherited = os.environ.get("PYTHONPATH", "")
+    installed = {Path(p).resolve() for p in [*site.getsitepackages(), site.getusersitepackages()]}
+    if PACKAGE_PARENT in installed:
+        return inherited
+    return os.pathsep.join(p for p in (str(PACKAGE_PARENT), inherited) if p)
+
+
+@pytest.fixture
+def subprocess_env(tmp_path: Path):
+    """Build the environment for a child Python process (``subprocess.run([sys.executable,
+    ...], env=subprocess_env())``): it imports the same fastdynamo as this process, runs
+    kernels in Triton's interpreter with strict errors (``interpreter=False`` leaves both
+    unset, as on a machine without them) and writes kernels to ``cache_dir`` (default: this
+    test's ``tmp_path``). Keyword arguments add or override variables."""
+    def build(*, interpreter: bool = True, cache_dir: Path | None = None, **overrides: str) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "FASTDYNAMO_TRITON_STRICT")}
+        if interpreter:
+            env.update(TRITON_INTERPRET="1", FASTDYNAMO_TRITON_STRICT="1")
+        env["FASTDYNAMO_CACHE_DIR"] = str(cache_dir if cache_dir is not None else tmp_path)
+        python_path = _python_path()
+        if python_path:
+            env["PYTHONPATH"] = python_path
+        else:
+            env.pop("PYTHONPATH", None)
+        env.update(overrides)
+        return env
+
+    return build

@@ -8,16 +8,9 @@ import torch
 import fastdynamo
 from fastdynamo._runtime import native
 
-pytest.importorskip("fastdynamo._native")
+pytestmark = pytest.mark.usefixtures("fresh_cache")
 
 THRESHOLD = 1
-
-
-@pytest.fixture(autouse=True)
-def _fresh_cache():
-    fastdynamo.reset()
-    yield
-    fastdynamo.reset()
 
 
 def entries(fn):

@@ -9,6 +9,7 @@ import traceback
 import types
 
 import pytest
+import torch
 
 from fastdynamo.bytecode import format_side_by_side, instructions_from_code, max_stack_depth
 from fastdynamo.transform.codegen import (
@@ -277,8 +278,6 @@ def test_generator_original_becomes_plain_function():
 
 
 def test_tensor_capture_matches_eager():
-    torch = pytest.importorskip("torch")
-
     def model(x, w, *, bias):
         return torch.relu(x @ w + bias), x.shape[0]
 

@@ -33,6 +33,7 @@ __all__ = [
     "SKIP",
     "SKIP_RECURSIVE",
     "RUN_ONLY",
+    "REGION_WRAPPER",
     "DEFAULT_RECOMPILE_LIMIT",
 ]
 
@@ -47,13 +48,16 @@ SKIP_RECURSIVE: Final = 2
 """Never intercept this code nor anything it calls."""
 RUN_ONLY: Final = 3
 """Look up the cache, never compile (set when the recompile limit is reached)."""
+REGION_WRAPPER: Final = 4
+"""The code of ``fastdynamo.compile``'s wrapper: inside its own region, the wrapped
+function is called directly (no wrapper frames)."""
 DEFAULT_RECOMPILE_LIMIT: Final = 8
 
-_Action: TypeAlias = Literal[0, 1, 2, 3]
+_Action: TypeAlias = Literal[0, 1, 2, 3, 4]
 
 # ---------------------------------------------------------------------------------------
 # Guard specs (parsed by `rust/guards/source.rs` and `rust/guards/check.rs`; built by
-# `fastdynamo.sources` and `fastdynamo.guards`)
+# `fastdynamo.guards.sources` and `fastdynamo.guards`)
 
 _Source: TypeAlias = (
     tuple[Literal["local"], int, str]  # localsplus index, name

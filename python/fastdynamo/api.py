@@ -23,19 +23,54 @@ def _entry_code(fn: Any):
     return getattr(fn, "__code__", None)
 
 
+def _torch_compile_hooks() -> tuple[Callable, Callable] | None:
+    """torch.compile's per-thread frame-callback getter and setter, if this torch has them."""
+    eval_frame = getattr(getattr(torch._C, "_dynamo", None), "eval_frame", None)
+    getter = getattr(eval_frame, "get_eval_frame_callback", None)
+    setter = getattr(eval_frame, "set_eval_frame", None)
+    return (getter, setter) if getter is not None and setter is not None else None
+
+
+_TORCH_COMPILE_HOOKS = _torch_compile_hooks()
+# torch.compile's callback on this thread (None outside its regions), read per region entry.
+_torch_compile_callback: Callable[[], Any] = _TORCH_COMPILE_HOOKS[0] if _TORCH_COMPILE_HOOKS else (lambda: None)
+
+
 class _CompiledRegion:
-    """Runs a callable with this thread's frame callback set to ``callback``."""
+    """Runs a callable with this thread's frame callback set to ``callback``.
+
+    A region entered while torch.compile intercepts this thread's frames (a compiled
+    function called from a ``torch.compile``d one) turns torch.compile's callback off for
+    its duration: each compiler owns the frames of its own region (torch.compile's
+    wrappers, in turn, run with ours suspended: ``ConvertFrame.skip_action``). Turning it
+    off before ours is installed, and back on after ours is removed, keeps the two
+    evaluators' install and removal nested.
+    """
 
     def __init__(self, callback: Any):
         self.callback = callback
 
     def run(self, fn: Callable, args: tuple, kwargs: dict) -> Any:
         runtime = native()
+        if _torch_compile_callback() is not None:
+            return self._run_inside_torch_compile(runtime, fn, args, kwargs)
         prior = runtime.set_callback(self.callback)
         try:
             return fn(*args, **kwargs)
         finally:
             runtime.set_callback(prior)
+
+    def _run_inside_torch_compile(self, runtime: Any, fn: Callable, args: tuple, kwargs: dict) -> Any:
+        set_torch_callback = _TORCH_COMPILE_HOOKS[1]  # type: ignore[index]
+        torch_prior = set_torch_callback(None)
+        try:
+            prior = runtime.set_callback(self.callback)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                runtime.set_callback(prior)
+        finally:
+            set_torch_callback(torch_prior)
 
 
 def _make_callback(backend: str | Backend, fullgraph: bool, entry_codes: set, recorder=None):
@@ -82,12 +117,28 @@ def compile(fn_or_module: Any = None, *, backend: str | Backend = DEFAULT_BACKEN
     region = _CompiledRegion(_make_callback(backend, fullgraph, {entry} if entry else set(), _recorder))
     fn = fn_or_module
 
-    @functools.wraps(fn)
     def compiled(*args, **kwargs):
         return region.run(fn, args, kwargs)
 
+    _mark_region_wrapper(compiled.__code__)
+    compiled = functools.wraps(fn)(compiled)
     compiled._fastdynamo_original = fn  # type: ignore[attr-defined]
+    compiled._fastdynamo_region = region  # type: ignore[attr-defined]
     return compiled
+
+
+def _mark_region_wrapper(code: Any) -> None:
+    """Called from inside its own region, a wrapper is skipped by the runtime, which calls
+    the wrapped function directly (``REGION_WRAPPER``): a compiled recursive function
+    then costs eager's recursion depth per level. (Every wrapper has the same code: that of
+    ``compiled`` in :func:`compile`; ``reset`` clears actions, so it marks it again.)"""
+    global _wrapper_code
+    _wrapper_code = code
+    try:
+        runtime = native()
+    except ImportError:
+        return  # calling the compiled function reports the missing runtime
+    runtime.set_code_action(code, runtime.REGION_WRAPPER)
 
 
 # Methods that OptimizedModule forwards to the original module, so that its parameters,
@@ -191,3 +242,8 @@ def reset() -> None:
     except ImportError:
         return
     runtime.reset()
+    if _wrapper_code is not None:
+        _mark_region_wrapper(_wrapper_code)
+
+
+_wrapper_code: Any = None

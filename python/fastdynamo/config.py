@@ -17,7 +17,8 @@ max_trace_steps: int = 50_000
 # still inlined when user code calls them), unless they are the function given to compile().
 # (The standard library is always skipped.)
 skip_packages: tuple[str, ...] = ("torch", "fastdynamo", "hypothesis", "_pytest", "pytest",
-                                  "pluggy", "numpy")
+                                  "pluggy", "numpy", "sympy", "mpmath", "triton", "functorch",
+                                  "networkx", "jinja2", "filelock", "fsspec", "coverage")
 # A bug inside the compiler (anything but Unsupported) makes the frame run as Python and
 # is logged; the test suite turns this off so that such bugs fail loudly.
 fallback_on_internal_error: bool = True

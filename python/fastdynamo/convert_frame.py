@@ -13,6 +13,7 @@ ordinary Python (``SKIP``) and the reason is recorded; with ``fullgraph=True`` i
 from __future__ import annotations
 
 import itertools
+import linecache
 import os
 import sysconfig
 import threading
@@ -52,10 +53,35 @@ def _compiled_fn_name() -> str:
 
 
 def forget_compiled_fns() -> None:
-    """Remove the compiled graphs from the globals they were stored in (``reset``)."""
+    """Remove the compiled graphs from the globals they were stored in, and the sources of
+    generated code from ``linecache`` and torch.fx's source cache (``reset``)."""
     while _installed_fns:
         f_globals, name = _installed_fns.pop()
         f_globals.pop(name, None)
+    fx_sources = _fx_source_cache()
+    while _generated_sources:
+        name = _generated_sources.pop()
+        linecache.cache.pop(name, None)
+        fx_sources.pop(name, None)
+
+
+# Pseudo-filenames of the code compiling a frame generated (graph code, torch.fx modules),
+# registered in linecache for tracebacks; ``reset`` removes them.
+_generated_sources: list[str] = []
+
+
+def _fx_source_cache() -> dict:
+    loader = getattr(torch.fx.graph_module, "_loader", None)
+    cache = getattr(loader, "eval_cache", None)
+    return cache if isinstance(cache, dict) else {}
+
+
+def _generated_names() -> set[str]:
+    return {name for name in itertools.chain(list(linecache.cache), list(_fx_source_cache())) if name.startswith("<")}
+
+
+def _record_generated_sources(before: set[str]) -> None:
+    _generated_sources.extend(_generated_names() - before)
 
 
 @dataclass
@@ -98,6 +124,26 @@ def _package_dir(name: str) -> str | None:
 
 
 _STDLIB = sysconfig.get_paths()["stdlib"] + os.sep
+# Pseudo-filenames of code generated at run time (dataclasses, namedtuple, exec/eval of a
+# string, sympy's lambdify, torch's generated helpers).
+_GENERATED_SOURCES = ("<string>", "<lambdifygenerated", "<torch", "<frozen ", "<__array_function__")
+
+
+def _other_compiler_dirs() -> tuple[str, ...]:
+    torch_dir = os.path.dirname(torch.__file__) + os.sep
+    return tuple(torch_dir + sub + os.sep for sub in ("_dynamo", "_inductor", "compiler"))
+
+
+_OTHER_COMPILER_DIRS = _other_compiler_dirs()
+
+
+def _entry_passing_now(runtime: Any, frame: Any) -> Any:
+    """An entry of the frame's code whose guards pass for it (pushed by another thread
+    between the native lookup and this callback taking the compile lock)."""
+    for entry in runtime.cache_entries(frame.f_code):
+        if entry.guards.check(frame):
+            return entry
+    return None
 
 
 def _skip_dirs() -> tuple[str, ...]:
@@ -147,6 +193,10 @@ class ConvertFrame:
         if skip is not None:
             return getattr(runtime, skip)
         with _compile_lock:
+            existing = _entry_passing_now(runtime, frame)
+            if existing is not None:
+                return existing  # another thread compiled this code while we waited
+            sources_before = _generated_names()
             try:
                 return self.compile_frame(runtime, frame)
             except FullGraphError:
@@ -155,6 +205,8 @@ class ConvertFrame:
                 if not config.fallback_on_internal_error:
                     raise
                 return self.internal_error(runtime, code, bug)
+            finally:
+                _record_generated_sources(sources_before)
 
     def internal_error(self, runtime: Any, code: CodeType, bug: Exception) -> Any:
         """A bug in the compiler: the frame runs as Python, and the bug is reported."""
@@ -172,14 +224,20 @@ class ConvertFrame:
         filename = code.co_filename
         if filename.startswith(GENERATED_FILENAME_PREFIX) or filename.startswith("<eval_with_key>"):
             return "SKIP_RECURSIVE"  # generated graph code: nothing below it is user code
+        if filename.startswith(_OTHER_COMPILER_DIRS):
+            # torch.compile's own frames (its compiled-function wrappers, its compiler):
+            # what runs below them is torch.compile's to compile, never ours.
+            return "SKIP_RECURSIVE"
         if code in self.entry_codes:
             return None
+        if filename.startswith(_GENERATED_SOURCES):
+            # Code generated at run time by libraries: dataclass and namedtuple methods,
+            # sympy's and torch's generated helpers, exec'd strings.
+            return "SKIP"
         if code.co_flags & _NOT_COMPILED_FLAGS or code.co_name in _NOT_COMPILED_NAMES:
             return "SKIP"
         if not code.co_flags & version.CO_OPTIMIZED:
             return "SKIP"  # class bodies, exec'd code: their locals are a namespace dict
-        if filename == "<string>" and "_tuple_new" in code.co_names:
-            return "SKIP"  # collections.namedtuple's generated constructor
         if filename.startswith(self._skip_dirs):
             return "SKIP"
         if filename.startswith(_STDLIB) and "site-packages" not in filename:

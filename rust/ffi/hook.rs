@@ -7,6 +7,7 @@ use crate::cache::CodeState;
 use crate::eval_frame::{decide, quick_decision, skips_at_once, Decision};
 use pyo3::ffi::{PyObject, PyThreadState};
 use pyo3::prelude::*;
+use std::cell::Cell;
 use std::os::raw::{c_int, c_void};
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
@@ -17,13 +18,61 @@ extern "C" {
     fn fd_get_eval_frame() -> EvalFn;
     fn fd_set_eval_frame(eval: EvalFn);
     fn _PyEval_EvalFrameDefault(tstate: *mut PyThreadState, frame: *mut c_void, throwflag: c_int) -> *mut PyObject;
+    fn fd_thread_is_tracing(tstate: *mut PyThreadState) -> c_int;
 }
 
 /// The evaluator that was installed before ours (`_PyEval_EvalFrameDefault` until the first
 /// install). Read on every frame we hand back, so it is an atomic rather than a lock.
 static PREVIOUS: AtomicPtr<c_void> = AtomicPtr::new(_PyEval_EvalFrameDefault as *mut c_void);
 
+/// The evaluator found chaining to ours by the last probe (see [`install`]), so that a
+/// region entry under the same arrangement does not probe again.
+static KNOWN_ABOVE: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+
+thread_local! {
+    /// The frame this thread handed to a previous evaluator other than CPython's and has
+    /// not got back a result for. The same frame arriving again means the chain loops.
+    static HANDED_ON: Cell<*mut c_void> = const { Cell::new(std::ptr::null_mut()) };
+    /// `reaches_us`'s probe: 0 idle, 1 probing, 2 probing and a frame arrived.
+    static PROBE: Cell<u8> = const { Cell::new(0) };
+}
+
+const PROBE_IDLE: u8 = 0;
+const PROBE_WAITING: u8 = 1;
+const PROBE_SEEN: u8 = 2;
+
+/// Hands a frame we do not run ourselves to the evaluator we chained to. When that is
+/// the interpreter's own (the common case) this is a tail jump.
 #[inline]
+unsafe fn hand_on(tstate: *mut PyThreadState, frame: *mut c_void, throwflag: c_int) -> *mut PyObject {
+    let previous = PREVIOUS.load(Ordering::Relaxed);
+    if previous == default_evaluator() as *mut c_void {
+        // SAFETY: forwarding CPython's own arguments to its default evaluator.
+        return unsafe { default_evaluator()(tstate, frame, throwflag) };
+    }
+    // SAFETY: as the caller's contract.
+    unsafe { hand_on_chained(previous, tstate, frame, throwflag) }
+}
+
+/// Hands a frame to another PEP 523 evaluator. If that evaluator (or one below it) hands
+/// the same frame back to us, the chain loops (it was installed over us and we over it):
+/// the frame is then evaluated by the default evaluator instead of going round again.
+#[cold]
+#[inline(never)]
+unsafe fn hand_on_chained(previous: *mut c_void, tstate: *mut PyThreadState, frame: *mut c_void, throwflag: c_int) -> *mut PyObject {
+    if HANDED_ON.with(Cell::get) == frame {
+        // SAFETY: forwarding CPython's own arguments to its default evaluator.
+        return unsafe { default_evaluator()(tstate, frame, throwflag) };
+    }
+    let saved = HANDED_ON.with(|h| h.replace(frame));
+    // SAFETY: PREVIOUS only ever holds EvalFn pointers (its initialiser and `install`).
+    let previous = unsafe { std::mem::transmute::<*mut c_void, EvalFn>(previous) };
+    // SAFETY: forwarding CPython's own arguments to the evaluator we chained to.
+    let result = unsafe { previous(tstate, frame, throwflag) };
+    HANDED_ON.with(|h| h.set(saved));
+    result
+}
+
 fn previous_evaluator() -> EvalFn {
     // SAFETY: PREVIOUS only ever holds EvalFn pointers (its initialiser and `install`).
     unsafe { std::mem::transmute::<*mut c_void, EvalFn>(PREVIOUS.load(Ordering::Relaxed)) }
@@ -59,16 +108,55 @@ pub fn installed(_py: Python<'_>) -> Installed {
     }
 }
 
-/// Installs our evaluator, remembering the current one to chain to and restore.
+/// Makes sure frames reach our evaluator: called whenever a thread turns a callback on.
+///
+/// - Ours on top: nothing to do.
+/// - CPython's default: install ours, chained to it.
+/// - Another evaluator X: if X already hands frames on to us (it was installed over ours
+///   and chains to it), installing ours over X would make a loop (ours -> X -> ours ...):
+///   stay below X. Whether it does is not guessed from history (X may have removed ours and
+///   re-installed itself meanwhile) but probed: a fresh frame is evaluated and we see
+///   whether it arrives. Otherwise install ours over X, chained to it.
 pub fn install(py: Python<'_>) {
-    if installed(py) == Installed::Ours {
-        return;
+    // SAFETY: reading the interpreter's evaluator with the GIL held.
+    let current = unsafe { fd_get_eval_frame() } as *mut c_void;
+    match installed(py) {
+        Installed::Ours => {}
+        Installed::Default => set_ours_over(current),
+        Installed::Passthrough | Installed::Other => {
+            if KNOWN_ABOVE.load(Ordering::Relaxed) == current || reaches_us(py) {
+                KNOWN_ABOVE.store(current, Ordering::Relaxed);
+                if PREVIOUS.load(Ordering::Relaxed) == current {
+                    // X chains to us and we to X: we hand frames to CPython's evaluator.
+                    PREVIOUS.store(default_evaluator() as *mut c_void, Ordering::Relaxed);
+                }
+            } else {
+                set_ours_over(current);
+            }
+        }
     }
-    // SAFETY: GIL held; swapping the interpreter's evaluator pointer.
-    unsafe {
-        PREVIOUS.store(fd_get_eval_frame() as *mut c_void, Ordering::Relaxed);
-        fd_set_eval_frame(fastdynamo_eval_frame);
+}
+
+fn set_ours_over(current: *mut c_void) {
+    KNOWN_ABOVE.store(std::ptr::null_mut(), Ordering::Relaxed);
+    PREVIOUS.store(current, Ordering::Relaxed);
+    // SAFETY: GIL held (callers are `#[pyfunction]`s or the hook); installing our evaluator.
+    unsafe { fd_set_eval_frame(fastdynamo_eval_frame) };
+}
+
+/// Whether a frame evaluated now reaches our evaluator (the installed one chains to us).
+/// While probing, frames that reach us go straight to CPython's evaluator.
+fn reaches_us(py: Python<'_>) -> bool {
+    let saved_previous = PREVIOUS.swap(default_evaluator() as *mut c_void, Ordering::Relaxed);
+    PROBE.with(|p| p.set(PROBE_WAITING));
+    let globals = pyo3::types::PyDict::new(py);
+    let ran = py.run(c"None", Some(&globals), None);
+    let seen = PROBE.with(|p| p.replace(PROBE_IDLE)) == PROBE_SEEN;
+    PREVIOUS.store(saved_previous, Ordering::Relaxed);
+    if let Err(err) = ran {
+        err.write_unraisable(py, None);
     }
+    seen
 }
 
 /// Restores the evaluator that was there before `install`. If someone installed another
@@ -129,7 +217,7 @@ unsafe extern "C" fn fastdynamo_eval_frame(
     };
     if skips_at_once(view, state) {
         // SAFETY: forwarding CPython's own arguments to the evaluator we chained to.
-        return unsafe { previous_evaluator()(tstate, frame, throwflag) };
+        return unsafe { hand_on(tstate, frame, throwflag) };
     }
     // SAFETY: the evaluator's own arguments, and `state` was read from this frame's code.
     unsafe { evaluate(tstate, frame, throwflag, state) }
@@ -148,7 +236,7 @@ unsafe extern "C" fn evaluate_reading_state(tstate: *mut PyThreadState, frame: *
     let state = code_extra::state(view.code());
     if skips_at_once(view, state) {
         // SAFETY: forwarding CPython's own arguments to the evaluator we chained to.
-        return unsafe { previous_evaluator()(tstate, frame, throwflag) };
+        return unsafe { hand_on(tstate, frame, throwflag) };
     }
     // SAFETY: the evaluator's own arguments, and `state` was read from this frame's code.
     unsafe { evaluate(tstate, frame, throwflag, state) }
@@ -171,10 +259,27 @@ unsafe extern "C" fn evaluate(
         let py = Python::assume_attached();
         (py, FrameRef::new(py, frame))
     };
+    if PROBE.with(Cell::get) != PROBE_IDLE {
+        PROBE.with(|p| p.set(PROBE_SEEN));
+        // SAFETY: forwarding CPython's own arguments to its default evaluator.
+        return unsafe { default_evaluator()(tstate, frame, throwflag) };
+    }
     let decision = match quick_decision(view, throwflag != 0, state) {
-        // SAFETY: forwarding CPython's own arguments to the evaluator we chained to.
-        Ok(Decision::Default) => return unsafe { previous_evaluator()(tstate, frame, throwflag) },
+        Ok(Decision::Default) => {
+            crate::callback::uninstall_if_idle(py);
+            // SAFETY: forwarding CPython's own arguments to the evaluator we chained to.
+            return unsafe { hand_on(tstate, frame, throwflag) };
+        }
         Ok(decision) => decision,
+        // Frames run by `sys.settrace`/`sys.setprofile` functions (and whatever those call)
+        // are never ours: they run with the thread's `tracing` count raised. While a trace
+        // function is set (a debugger, coverage), frames run as Python too: line events
+        // and breakpoints need the original bytecode. (Profile functions see compiled code.)
+        // SAFETY: `tstate` is the thread state CPython passed with this frame.
+        Err(_) if unsafe { fd_thread_is_tracing(tstate) } != 0 => {
+            // SAFETY: forwarding CPython's own arguments to the evaluator we chained to.
+            return unsafe { hand_on(tstate, frame, throwflag) };
+        }
         // A panic must never unwind into CPython: report it and evaluate the frame normally.
         // (The code state is not read again after a panic, so asserting unwind safety holds.)
         Err(pending) => std::panic::catch_unwind(AssertUnwindSafe(|| decide(view, pending))).unwrap_or_else(|_| {
@@ -184,11 +289,11 @@ unsafe extern "C" fn evaluate(
     };
     match decision {
         // SAFETY: forwarding CPython's own arguments to the evaluator we chained to.
-        Decision::Default => unsafe { previous_evaluator()(tstate, frame, throwflag) },
+        Decision::Default => unsafe { hand_on(tstate, frame, throwflag) },
         Decision::DefaultUnobserved => {
             let _suspended = crate::callback::suspend();
             // SAFETY: as above.
-            unsafe { previous_evaluator()(tstate, frame, throwflag) }
+            unsafe { hand_on(tstate, frame, throwflag) }
         }
         Decision::Done(result) => {
             let answer = match result {

@@ -133,3 +133,10 @@ void fd_frame_clear_and_pop(PyThreadState *tstate, _PyInterpreterFrame *frame) {
     (void)frame;
 #endif
 }
+
+/* Non-zero while the thread runs a `sys.settrace`/`sys.setprofile` function (CPython
+ * raises `tracing` around the call), or has a trace function (a debugger, coverage):
+ * then frames run as Python. */
+int fd_thread_is_tracing(PyThreadState *tstate) {
+    return tstate->tracing > 0 || tstate->c_tracefunc != NULL;
+}

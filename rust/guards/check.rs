@@ -4,12 +4,12 @@ use super::source::bad;
 use super::tensor::TensorCheck;
 use crate::errors::Error;
 use pyo3::prelude::*;
-use pyo3::types::{PyFrozenSet, PyTuple, PyType};
+use pyo3::types::{PyFloat, PyFrozenSet, PyTuple, PyType};
 use std::fmt::Write;
 
 pub enum Check {
     TypeIs(Py<PyType>),
-    IdIs(Py<PyAny>),
+    IdIs(Identity),
     Equals(Py<PyAny>),
     LenIs(usize),
     IsNone,
@@ -19,6 +19,43 @@ pub enum Check {
     /// `tuple(value) == keys`, item by item with exact types: a dict's key order.
     KeysAre(Py<PyTuple>),
     Tensor(Box<TensorCheck>),
+}
+
+/// The object an `id_is` check expects. Held weakly when it supports weak references (a
+/// module, a function, an `nn.Module`): a guard must not keep a model alive after the user
+/// dropped it (entries live in `co_extra`, invisible to the GC). A dead object fails.
+pub enum Identity {
+    Strong(Py<PyAny>),
+    Weak(Py<PyAny>),
+}
+
+impl Identity {
+    fn new(object: &Bound<'_, PyAny>) -> Identity {
+        match pyo3::types::PyWeakrefReference::new(object) {
+            Ok(reference) => Identity::Weak(reference.into_any().unbind()),
+            Err(_) => Identity::Strong(object.clone().unbind()),
+        }
+    }
+
+    #[inline]
+    fn is(&self, value: &Bound<'_, PyAny>) -> bool {
+        match self {
+            Identity::Strong(expected) => value.as_ptr() == expected.as_ptr(),
+            Identity::Weak(reference) => Self::target(reference, value.py()).is_some_and(|t| t.as_ptr() == value.as_ptr()),
+        }
+    }
+
+    fn target<'py>(reference: &Py<PyAny>, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
+        use pyo3::types::PyWeakrefMethods;
+        reference.bind(py).cast::<pyo3::types::PyWeakrefReference>().ok()?.upgrade()
+    }
+
+    fn describe(&self, py: Python<'_>) -> String {
+        match self {
+            Identity::Strong(expected) => short_repr(expected.bind(py)),
+            Identity::Weak(reference) => Self::target(reference, py).map_or_else(|| "<an object since freed>".to_owned(), |t| short_repr(&t)),
+        }
+    }
 }
 
 /// Checks on torch's global state, not on a frame value.
@@ -43,7 +80,7 @@ impl Check {
             "type_is" => Ok(Check::TypeIs(
                 arg(1)?.cast_into::<PyType>().map_err(|_| bad(spec, "type_is needs a type"))?.unbind(),
             )),
-            "id_is" => Ok(Check::IdIs(arg(1)?.unbind())),
+            "id_is" => Ok(Check::IdIs(Identity::new(&arg(1)?))),
             "equals" => {
                 let value = arg(1)?;
                 if !is_plain_constant(&value) {
@@ -80,12 +117,8 @@ impl Check {
         let py = value.py();
         let ok = match self {
             Check::TypeIs(expected) => value.get_type().as_ptr() == expected.as_ptr(),
-            Check::IdIs(expected) => value.as_ptr() == expected.as_ptr(),
-            Check::Equals(expected) => {
-                let expected = expected.bind(py);
-                value.get_type().as_ptr() == expected.get_type().as_ptr()
-                    && value.eq(expected).unwrap_or_else(|_| false)
-            }
+            Check::IdIs(expected) => expected.is(value),
+            Check::Equals(expected) => same_constant(value, expected.bind(py)),
             Check::LenIs(expected) => value.len().is_ok_and(|n| n == *expected),
             Check::IsNone => value.is_none(),
             Check::NotNone => !value.is_none(),
@@ -107,7 +140,7 @@ impl Check {
         let got_type = type_name(&value.get_type());
         let _ = match self {
             Check::TypeIs(t) => write!(out, "type({name}) is {}, got {got_type}", type_name(t.bind(py))),
-            Check::IdIs(o) => write!(out, "{name} is {}, got another {got_type}", short_repr(o.bind(py))),
+            Check::IdIs(o) => write!(out, "{name} is {}, got another {got_type}", o.describe(py)),
             Check::Equals(c) => write!(out, "{name} == {}, got {}", short_repr(c.bind(py)), short_repr(value)),
             Check::LenIs(n) => {
                 let got = value.len().map_or_else(|_| "no len()".to_owned(), |l| l.to_string());
@@ -224,6 +257,29 @@ impl TorchState {
 
 fn py_bool(value: bool) -> &'static str {
     if value { "True" } else { "False" }
+}
+
+/// The `equals` check: the same exact type and the same value, where floats compare by bit
+/// pattern (`-0.0` is not `0.0`, and a NaN constant matches the same NaN), also inside
+/// tuples and frozensets.
+fn same_constant(value: &Bound<'_, PyAny>, expected: &Bound<'_, PyAny>) -> bool {
+    if value.as_ptr() == expected.as_ptr() {
+        return true;
+    }
+    if value.get_type().as_ptr() != expected.get_type().as_ptr() {
+        return false;
+    }
+    if let (Ok(a), Ok(b)) = (value.cast::<PyFloat>(), expected.cast::<PyFloat>()) {
+        return a.value().to_bits() == b.value().to_bits();
+    }
+    if let (Ok(a), Ok(b)) = (value.cast::<PyTuple>(), expected.cast::<PyTuple>()) {
+        return a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| same_constant(&x, &y));
+    }
+    if let (Ok(a), Ok(b)) = (value.cast::<PyFrozenSet>(), expected.cast::<PyFrozenSet>()) {
+        // `==` on sets hashes floats by value (0.0 and -0.0 collide): match item by item.
+        return a.len() == b.len() && a.iter().all(|x| b.iter().any(|y| same_constant(&x, &y)));
+    }
+    value.eq(expected).unwrap_or(false)
 }
 
 fn is_plain_constant(value: &Bound<'_, PyAny>) -> bool {

@@ -25,11 +25,7 @@ impl Accessor {
             Accessor::Builtin(n) => format!("builtin:{n}"),
             Accessor::Closure(i) => format!("closure:{i}"),
             Accessor::Attr(n) => format!("attr:{n}"),
-            Accessor::Item(k) => {
-                let k = k.bind(py);
-                let type_name = k.get_type().name().map_or_else(|_| "?".into(), |n| n.to_string());
-                format!("item:{type_name}:{}", k.repr().map_or_else(|_| "?".into(), |r| r.to_string()))
-            }
+            Accessor::Item(k) => item_key(k.bind(py)),
             Accessor::Type => "type".to_owned(),
         }
     }
@@ -70,6 +66,28 @@ impl Accessor {
     pub fn is_root(&self) -> bool {
         matches!(self, Accessor::Local(_) | Accessor::Global(_) | Accessor::Builtin(_) | Accessor::Closure(_))
     }
+}
+
+/// Two item steps share a tree node only when their keys are the same: ints, strings,
+/// bytes, bools and None by exact type and repr (which is exact for them), floats by bit
+/// pattern (NaN aside), anything else by identity (the accessor keeps the key alive).
+fn item_key(key: &Bound<'_, PyAny>) -> String {
+    let exact_repr = key.is_none()
+        || key.is_exact_instance_of::<pyo3::types::PyInt>()
+        || key.is_exact_instance_of::<PyString>()
+        || key.is_exact_instance_of::<pyo3::types::PyBytes>()
+        || key.is_exact_instance_of::<pyo3::types::PyBool>();
+    if exact_repr {
+        let type_name = key.get_type().name().map_or_else(|_| "?".into(), |n| n.to_string());
+        return format!("item:{type_name}:{}", key.repr().map_or_else(|_| "?".into(), |r| r.to_string()));
+    }
+    if let Ok(float) = key.cast_exact::<pyo3::types::PyFloat>() {
+        if !float.value().is_nan() {
+            // (a NaN key is found by identity in a dict, so it falls through to the id)
+            return format!("item:float:{:016x}", float.value().to_bits());
+        }
+    }
+    format!("item:id:{:x}", key.as_ptr() as usize)
 }
 
 fn dict_lookup<'py>(dict: &pyo3::Borrowed<'_, 'py, PyAny>, key: &Bound<'py, PyString>) -> Option<Bound<'py, PyAny>> {

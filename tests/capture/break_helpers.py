@@ -2,13 +2,14 @@
 equal arguments and compare everything a user can observe: the result (values, dtypes,
 ``requires_grad``, identity with an argument), the exception (type and message), the
 text printed into ``io.StringIO`` buffers, the state of mutated arguments (tensors,
-lists, dicts, plain objects) and the grad mode after the call.
+lists, dicts, plain objects) and the grad mode after the call; and how many graphs (and
+breaks) the compiled calls produced, so that a frame silently running as Python fails.
 
 >>> import torch
 >>> def f(x, buf):
 ...     print("hi", file=buf)
 ...     return x + 1
->>> compiled = assert_matches_eager(f, lambda i: call(torch.ones(2) * i, io.StringIO()))
+>>> compiled = assert_matches_eager(f, lambda i: call(torch.ones(2) * i, io.StringIO()), graphs=1, breaks=1)
 """
 from __future__ import annotations
 
@@ -18,26 +19,13 @@ import types
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-import pytest
 import torch
 
 import fastdynamo
-from fastdynamo import logs
+from fastdynamo.convert_frame import Recorder
 
 BOOL_BREAK = "tensor used as a Python bool"
 PRINT_BREAK = "print() has effects outside the graph"
-
-
-@pytest.fixture(autouse=True)
-def fresh_cache():
-    """Import into a test module: each test starts from an empty cache, and the grad mode
-    and logs a failing test leaves behind are restored."""
-    fastdynamo.reset()
-    mode = torch.is_grad_enabled()
-    yield
-    fastdynamo.reset()
-    torch.set_grad_enabled(mode)
-    logs.set_logs("")
 
 
 def vec(i: int, n: int = 3) -> torch.Tensor:
@@ -147,14 +135,33 @@ def assert_same_outcome(compiled: Outcome, eager: Outcome, compiled_call: Call, 
     assert compiled.grad_enabled_after == eager.grad_enabled_after, "grad mode after the call"
 
 
-def assert_matches_eager(fn: Callable, make_call: Callable[[int], Call], calls: int = 3,
-                         compiled: Callable | None = None, eager: Callable | None = None) -> Callable:
+def compile_recorded(fn: Callable, **options: Any) -> tuple[Callable, Recorder]:
+    """``fastdynamo.compile(fn, backend="eager", **options)`` and the recorder of what it
+    captures, for :func:`assert_matches_eager` (``compiled=``, ``recorder=``)."""
+    recorder = Recorder()
+    options.setdefault("backend", "eager")
+    return fastdynamo.compile(fn, _recorder=recorder, **options), recorder
+
+
+def assert_matches_eager(fn: Callable, make_call: Callable[[int], Call], *, graphs: int | None,
+                         breaks: int | None = None, calls: int = 3, compiled: Callable | None = None,
+                         recorder: Recorder | None = None, eager: Callable | None = None) -> Callable:
     """Call ``fn`` eagerly and compiled (``backend="eager"``) with ``make_call(i)`` for
     ``i`` in ``range(calls)`` (a fresh, equal argument set for each run) and compare the
     outcomes. The first call compiles, later ones run from the cache (or recompile when
     ``make_call`` changes shapes). The grad mode is restored between calls so that a
-    leaked mode fails the comparison instead of the next test."""
-    compiled = compiled if compiled is not None else fastdynamo.compile(fn, backend="eager")
+    leaked mode fails the comparison instead of the next test.
+
+    ``graphs`` is how many graphs the compiled calls capture in all (the frame, its
+    resume functions and recompiles; 0 only for a function meant to run as Python), and
+    ``breaks`` how many graph breaks they record. ``None`` leaves the count unchecked:
+    only for generated programs, whose counts no one derived. A ``compiled`` function
+    comes with its ``recorder`` (:func:`compile_recorded`); only what these calls add is
+    counted."""
+    if compiled is None:
+        compiled, recorder = compile_recorded(fn)
+    assert recorder is not None, "a compiled function comes with its recorder (compile_recorded)"
+    graphs_before, breaks_before = len(recorder.captures), len(recorder.breaks)
     eager = eager if eager is not None else fn
     mode = torch.is_grad_enabled()
     for i in range(calls):
@@ -171,6 +178,16 @@ def assert_matches_eager(fn: Callable, make_call: Callable[[int], Call], calls: 
             assert_same_outcome(actual, expected, compiled_call, eager_call)
         except AssertionError as err:
             raise AssertionError(f"call {i} of {fn.__qualname__}: {err}") from err.__cause__
+    captured = recorder.captures[graphs_before:]
+    recorded = [str(b) for b in recorder.breaks[breaks_before:]]
+    if graphs is not None:
+        frames = [f"{c.code.co_qualname}:{c.code.co_firstlineno}" for c in captured]
+        assert len(captured) == graphs, (f"{fn.__qualname__}: {len(captured)} graphs, expected {graphs}: "
+                                         f"{frames}; breaks: {recorded}")
+    if breaks is not None:
+        assert len(recorded) == breaks, f"{fn.__qualname__}: {len(recorded)} breaks, expected {breaks}: {recorded}"
+    for capture in captured:
+        capture.result.graph_module.graph.lint()
     return compiled
 
 

@@ -9,10 +9,11 @@ import types
 
 import torch
 
+from fastdynamo._runtime import native
 from fastdynamo.backends import lookup_backend
 from fastdynamo.bytecode import parameter_names
 from fastdynamo.capture import Broken, translate
-from fastdynamo.guards.sources import resolve
+from fastdynamo.guards import compile_guards
 from fastdynamo.transform.codegen import transformed_code
 
 _counter = itertools.count()
@@ -51,35 +52,11 @@ def _call_with_localsplus(new_fn, fn, args, kwargs):
     return new_fn(*bound.args, **bound.kwargs)
 
 
-def guards_pass(result, fn, *args, **kwargs) -> bool:
-    """Evaluate the captured guards in Python against new arguments."""
+def frame_for(fn, *args, **kwargs):
+    """A ``fastdynamo._native.Frame`` for a call of ``fn``: what the hook would hand the
+    callback, to check captured guards with the real ``GuardSet``."""
     fn = getattr(fn, "__func__", fn)
-    localsplus = localsplus_for(fn, args, kwargs)
-    builtins_dict = __builtins__ if isinstance(__builtins__, dict) else vars(__builtins__)
-    for guard in result.guards:
-        kind, *rest = guard.check
-        if guard.source is None:
-            if kind == "grad_mode" and torch.is_grad_enabled() != rest[0]:
-                return False
-            continue
-        try:
-            value = resolve(guard.source, localsplus, fn.__globals__, builtins_dict, fn.__closure__)
-        except Exception:
-            return False
-        if kind == "equals" and not (type(value) is type(rest[0]) and value == rest[0]):
-            return False
-        if kind == "id_is" and value is not rest[0]:
-            return False
-        if kind == "type_is" and type(value) is not rest[0]:
-            return False
-        if kind == "len_is" and len(value) != rest[0]:
-            return False
-        if kind == "tensor":
-            t, sizes, strides = rest
-            if (type(value) is not type(t) or value.dtype != t.dtype or tuple(value.shape) != tuple(sizes)
-                    or value.requires_grad != t.requires_grad):
-                return False
-    return True
+    return native().Frame(fn.__code__, localsplus_for(fn, args, kwargs), fn.__globals__, None, fn.__closure__)
 
 
 def assert_same(actual, expected, rtol=1e-5, atol=1e-5):
@@ -103,11 +80,15 @@ def assert_same(actual, expected, rtol=1e-5, atol=1e-5):
 
 
 def check_capture(fn, *args, **kwargs):
-    """Capture ``fn``, run the transformed code and compare with eager; returns the
-    Captured result."""
+    """Capture ``fn`` whole (one graph with at least one op: the native runtime runs a
+    frame without tensor operations as Python), check that its guards (the native
+    ``GuardSet``) accept the call it was captured from, run the transformed code and
+    compare with eager; returns the Captured result."""
     result, run = capture(fn, *args, **kwargs)
     assert not isinstance(result, Broken), str(getattr(result, "reason", None))
+    assert result.op_count > 0, f"{fn.__qualname__}: no tensor operation captured\n{result.graph_module.code}"
     result.graph_module.graph.lint()
+    assert compile_guards(result.guards).check(frame_for(fn, *args, **kwargs)), [g.text() for g in result.guards]
     expected = fn(*args, **kwargs)
     assert_same(run(*args, **kwargs), expected)
     return result

@@ -21,7 +21,8 @@ import torch
 
 import fastdynamo
 from fastdynamo import config
-from .break_helpers import fresh_cache  # noqa: F401 - autouse fixture
+
+pytestmark = pytest.mark.usefixtures("fresh_cache")
 
 
 class BackendBug(RuntimeError):

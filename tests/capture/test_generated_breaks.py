@@ -138,7 +138,9 @@ def test_generated_breaks_match_eager(program, seed):
     # call 0 compiles, call 1 has other values (another branch, a recompile of a
     # resume function specialized on an .item()), call 2 repeats call 0's values
     try:
-        assert_matches_eager(prog, lambda i: make(i % 2), calls=3)
+        # graphs=None: how many graphs a generated program gives is not derived here (the
+        # hand-written tests state theirs); the breaks explain reports are checked below
+        assert_matches_eager(prog, lambda i: make(i % 2), calls=3, graphs=None)
     except AssertionError as err:
         raise AssertionError(f"{err}\n{source}") from err.__cause__
     report = explain(prog, *make(0).args)

@@ -10,7 +10,10 @@ from hypothesis import given, strategies as st
 
 import fastdynamo
 from fastdynamo.capture import Broken
-from .helpers import assert_same, capture
+from fastdynamo.convert_frame import Recorder
+from fastdynamo.guards import compile_guards
+
+from .helpers import assert_same, capture, frame_for
 
 
 def helper(t, u):
@@ -86,6 +89,7 @@ def test_generated_program_matches_eager(program, seed):
     result, run = capture(prog, x, y, k)
     assert not isinstance(result, Broken), f"{getattr(result, 'reason', None)}\n{source}"
     result.graph_module.graph.lint()
+    assert compile_guards(result.guards).check(frame_for(prog, x, y, k)), source
     assert_same(run(x, y, k), prog(x, y, k))
 
 
@@ -93,9 +97,12 @@ def test_generated_program_matches_eager(program, seed):
 def test_generated_program_through_native_runtime(program, seed):
     source, shape, dtype, k = program
     prog = _build(source)
-    compiled = fastdynamo.compile(prog, fullgraph=True)
+    recorder = Recorder()
+    compiled = fastdynamo.compile(prog, fullgraph=True, _recorder=recorder)
     x, y = _inputs(shape, dtype, seed)
     assert_same(compiled(x, y, k), prog(x, y, k))
     # a second call with fresh values of the same shape hits the cache
     x2, y2 = _inputs(shape, dtype, seed + 1)
     assert_same(compiled(x2, y2, k), prog(x2, y2, k))
+    # fullgraph: one graph (even one without tensor operations), compiled once
+    assert len(recorder.captures) == 1 and not recorder.breaks, source

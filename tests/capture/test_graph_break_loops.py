@@ -11,13 +11,10 @@ import torch
 
 from fastdynamo import config
 
-from .break_helpers import (PRINT_BREAK, assert_breaks, assert_matches_eager, call, explain, fresh_cache,
-                            leaf, line_of, vec)
+from .break_helpers import PRINT_BREAK, assert_breaks, assert_matches_eager, call, explain, leaf, line_of, vec
 from .test_graph_break_blocks import helper_prints_grad_mode
 
-assert fresh_cache  # an autouse fixture
-
-pytest.importorskip("fastdynamo._native")
+pytestmark = pytest.mark.usefixtures("fresh_cache")
 
 
 # ---------------------------------------------------------------- loops
@@ -109,20 +106,23 @@ def loop_with_inlined_break(x, buf, n=3):
     return x
 
 
-@pytest.mark.parametrize("fn, make", [
-    (print_in_for, lambda i: call(vec(i), i + 1, io.StringIO())),
-    (print_in_while, lambda i: call(vec(i), i + 1, io.StringIO())),
-    (while_tensor_condition, lambda i: call(vec(i), 10 + i)),
-    (item_in_nested_loops, lambda i: call(vec(i))),
-    (while_true_with_break, lambda i: call(vec(0) * (i + 1), io.StringIO())),
-    (for_else, lambda i: call(vec(0) * (30 * i), io.StringIO())),
-    (loop_in_block, lambda i: call(leaf(i), io.StringIO())),
-    (block_in_loop, lambda i: call(leaf(i), io.StringIO())),
-    (list_built_in_loop, lambda i: call(vec(0) + i, [i])),
-    (loop_with_inlined_break, lambda i: call(vec(i), io.StringIO())),
-], ids=lambda v: getattr(v, "__name__", ""))
-def test_loops(fn, make):
-    assert_matches_eager(fn, make, calls=3)
+# graphs: a loop with a break runs as Python; what comes before it is compiled again for
+# each loop bound (an int argument, guarded), what comes after it once; a function that is
+# all loop captures nothing
+@pytest.mark.parametrize("fn, make, graphs", [
+    (print_in_for, lambda i: call(vec(i), i + 1, io.StringIO()), 4),
+    (print_in_while, lambda i: call(vec(i), i + 1, io.StringIO()), 1),
+    (while_tensor_condition, lambda i: call(vec(i), 10 + i), 3),
+    (item_in_nested_loops, lambda i: call(vec(i)), 0),
+    (while_true_with_break, lambda i: call(vec(0) * (i + 1), io.StringIO()), 0),
+    (for_else, lambda i: call(vec(0) * (30 * i), io.StringIO()), 1),
+    (loop_in_block, lambda i: call(leaf(i), io.StringIO()), 2),
+    (block_in_loop, lambda i: call(leaf(i), io.StringIO()), 0),
+    (list_built_in_loop, lambda i: call(vec(0) + i, [i]), 1),
+    (loop_with_inlined_break, lambda i: call(vec(i), io.StringIO()), 2),  # the callee's
+], ids=lambda v: getattr(v, "__name__", str(v)))
+def test_loops(fn, make, graphs):
+    assert_matches_eager(fn, make, calls=3, graphs=graphs)
 
 
 def test_loop_break_counts_do_not_grow_with_iterations():
@@ -136,15 +136,15 @@ def test_loop_break_counts_do_not_grow_with_iterations():
     assert_breaks(report, graphs=0, breaks=[(line_of(item_in_nested_loops, "# BREAK"), "Tensor.item()")])
 
 
-@pytest.mark.parametrize("fn, make", [
-    (print_in_for, lambda: call(torch.zeros(2), 5000, io.StringIO())),
-    (print_in_while, lambda: call(torch.zeros(2), 5000, io.StringIO())),
-    (while_tensor_condition, lambda: call(torch.zeros(2), 10000)),
-    (loop_with_inlined_break, lambda: call(torch.zeros(2), io.StringIO(), 5000)),
-], ids=lambda v: getattr(v, "__name__", ""))
-def test_long_loop_does_not_nest_resume_calls(fn, make):
+@pytest.mark.parametrize("fn, make, graphs", [
+    (print_in_for, lambda: call(torch.zeros(2), 5000, io.StringIO()), 2),
+    (print_in_while, lambda: call(torch.zeros(2), 5000, io.StringIO()), 1),
+    (while_tensor_condition, lambda: call(torch.zeros(2), 10000), 1),
+    (loop_with_inlined_break, lambda: call(torch.zeros(2), io.StringIO(), 5000), 2),
+], ids=lambda v: getattr(v, "__name__", str(v)))
+def test_long_loop_does_not_nest_resume_calls(fn, make, graphs):
     # 5000 iterations: one resume call per iteration would overflow the recursion limit
-    assert_matches_eager(fn, lambda i: make(), calls=2)
+    assert_matches_eager(fn, lambda i: make(), calls=2, graphs=graphs)
 
 
 def test_trace_budget_breaks_long_loops(monkeypatch):
@@ -154,7 +154,8 @@ def test_trace_budget_breaks_long_loops(monkeypatch):
         return x * 2
 
     monkeypatch.setattr(config, "max_trace_steps", 300)
-    assert_matches_eager(unrolled, lambda i: call(vec(i)))
+    # the loop runs as Python past the budget; x * 2 after it is a graph
+    assert_matches_eager(unrolled, lambda i: call(vec(i)), graphs=1, breaks=1)
     report = explain(unrolled, vec(0))
     assert len(report.break_reasons) == 1
     assert "config.max_trace_steps" in report.break_reasons[0].reason
@@ -162,3 +163,111 @@ def test_trace_budget_breaks_long_loops(monkeypatch):
     monkeypatch.setattr(config, "max_trace_steps", 100_000)
     report = explain(unrolled, vec(0))
     assert report.graph_count == 1 and report.graph_break_count == 0
+
+
+# ---------------------------------------------------------------- iterators over changing containers, loop exits
+
+def enumerate_list_grown_in_loop(x, buf):
+    # CPython's enumerate reads the list live: the loop (Python) sees it grow
+    work = [1, 2]
+    for i, v in enumerate(work):
+        x = x + v
+        print(i, v, file=buf)  # BREAK: the loop runs as Python
+        if v == 1:
+            work.append(3)
+    return x
+
+
+def dict_items_grown_in_loop(x, buf):
+    # eager raises "dictionary changed size during iteration"
+    d = {"a": 1}
+    for k, v in d.items():
+        x = x + v
+        print(k, file=buf)  # BREAK
+        d["b"] = 2
+    return x
+
+
+def enumerate_traced_after_append(x):
+    # changing a list while an iterator over it is in use is unsupported (no break
+    # needed to see it): the frame runs as Python
+    a = [1, 2, 3]
+    it = enumerate(a)
+    next(it)
+    a.append(4)
+    return x + len(list(it))
+
+
+def for_else_with_break_and_print(x, n, buf):
+    for i in range(n):
+        x = x + 1
+        print(i, file=buf)  # BREAK
+        if i == 1:
+            break
+    else:
+        print("exhausted", file=buf)
+        x = x * 3
+    return x, i
+
+
+def nested_loops_continue(x, buf):
+    out = []
+    for i in range(3):
+        for j in range(3):
+            if j == 1:
+                continue
+            x = x + j
+            print(i, j, file=buf)  # BREAK
+            if i == 1:
+                break
+        out.append(i)
+    return x, out
+
+
+def return_in_loop_after_break(x, buf):
+    for i in range(5):
+        x = x * 2
+        print(i, file=buf)  # BREAK
+        if i == 2:
+            return x, i
+    return x, -1
+
+
+def while_else(x, buf):
+    i = 0
+    while i < 3:
+        x = x + 1
+        i += 1
+        print(i, file=buf)  # BREAK
+        if x.sum() > 100:
+            break
+    else:
+        print("else", file=buf)
+        x = x * 2
+    return x
+
+
+def walrus_while(x, buf):
+    vals = [3, 2, 1, 0]
+    k = 0
+    while (v := vals[k]) > 0:
+        x = x + v
+        print(v, file=buf)  # BREAK
+        k += 1
+    return x, v
+
+
+# graphs over three calls: loops with a break run as Python, so a function that is all
+# loop captures nothing; for_else and while_else capture the code after the loop once
+@pytest.mark.parametrize("fn, make, graphs", [
+    (enumerate_list_grown_in_loop, lambda i: call(vec(i), io.StringIO()), 0),
+    (dict_items_grown_in_loop, lambda i: call(vec(i), io.StringIO()), 0),
+    (enumerate_traced_after_append, lambda i: call(vec(i)), 0),
+    (for_else_with_break_and_print, lambda i: call(vec(i), i + 1, io.StringIO()), 1),
+    (nested_loops_continue, lambda i: call(vec(i), io.StringIO()), 0),
+    (return_in_loop_after_break, lambda i: call(vec(i), io.StringIO()), 0),
+    (while_else, lambda i: call(vec(i) * (40 * i), io.StringIO()), 1),
+    (walrus_while, lambda i: call(vec(i), io.StringIO()), 0),
+], ids=lambda v: getattr(v, "__name__", str(v)))
+def test_loop_exits_and_changing_containers(fn, make, graphs):
+    assert_matches_eager(fn, make, graphs=graphs, breaks=1 if graphs == 0 else None)

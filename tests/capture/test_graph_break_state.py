@@ -1,11 +1,13 @@
 """The state around a graph break: nn.Module methods (attributes, super(), library
 modules), signatures (*args, **kwargs, keyword-only, defaults), closures, recursion,
-mutations of Python objects the trace records and replays, and the locals, containers
-and iterators rebuilt before the break. Compiled against eager: results, printed text
+mutations of Python objects the trace records and replays, the locals, containers
+and iterators rebuilt before the break, deleted arguments, and frames that read their
+locals by name (not split: Python). Compiled against eager: results, printed text
 and the arguments' state after the call."""
 from __future__ import annotations
 
 import io
+import sys
 import types
 
 import pytest
@@ -13,13 +15,11 @@ import torch
 
 import fastdynamo
 
-from .break_helpers import (PRINT_BREAK, assert_breaks, assert_matches_eager, bad_index, call, explain,
-                            fresh_cache, leaf, line_of, vec)
+from .break_helpers import (PRINT_BREAK, assert_breaks, assert_matches_eager, bad_index, call, compile_recorded,
+                            explain, leaf, line_of, vec)
 from .test_graph_breaks import Holder, item_then_use
 
-assert fresh_cache  # an autouse fixture
-
-pytest.importorskip("fastdynamo._native")
+pytestmark = pytest.mark.usefixtures("fresh_cache")
 
 
 # ---------------------------------------------------------------- modules
@@ -101,10 +101,12 @@ def test_break_inside_library_module_is_reported_at_user_line():
 
 
 def test_grad_and_no_grad_calls_share_one_compiled_function():
-    compiled = fastdynamo.compile(item_then_use)
+    compiled, recorder = compile_recorded(item_then_use, backend="triton")
     for i in range(4):
         with torch.set_grad_enabled(i % 2 == 0):
-            assert_matches_eager(item_then_use, lambda _: call(leaf(0)), calls=1, compiled=compiled)
+            # each grad mode compiles the frame and its resume function once, then hits
+            assert_matches_eager(item_then_use, lambda _: call(leaf(0)), calls=1, compiled=compiled,
+                                 recorder=recorder, graphs=2 if i < 2 else 0)
 
 
 class Doubling(torch.nn.Module):
@@ -125,13 +127,16 @@ class SuperThenPrints(Doubling):
         return super().forward(y) + 1
 
 
-@pytest.mark.parametrize("cls", [PrintsThenSuper, SuperThenPrints], ids=lambda c: c.__name__)
-def test_zero_argument_super_after_break(cls):
+@pytest.mark.parametrize("cls, graphs", [(PrintsThenSuper, 1), (SuperThenPrints, 2)],
+                         ids=["PrintsThenSuper", "SuperThenPrints"])
+def test_zero_argument_super_after_break(cls, graphs):
     # super() reads __class__ and the frame's first argument: in a resume function the
-    # first argument must still be self
+    # first argument must still be self. (Each resume function breaks again at super(),
+    # so only the frames after that capture.)
     model = cls()
-    compiled = fastdynamo.compile(model)
-    assert_matches_eager(model.forward, lambda i: call(vec(i), io.StringIO()), compiled=compiled)
+    compiled, recorder = compile_recorded(model, backend="triton")
+    assert_matches_eager(model.forward, lambda i: call(vec(i), io.StringIO()), compiled=compiled,
+                         recorder=recorder, graphs=graphs)
 
 
 # ---------------------------------------------------------------- signatures and closures
@@ -150,7 +155,8 @@ def test_varargs_kwargs_kwonly_defaults():
         if i == 1:
             return call(vec(i), *extras, buf=io.StringIO())
         return call(vec(i), *extras, scale=i, offset=0.5, buf=io.StringIO(), tag=f"t{i}")
-    assert_matches_eager(many_parameters, make, calls=4)
+    # every call has another signature: the frame and its resume function, four times
+    assert_matches_eager(many_parameters, make, calls=4, graphs=8)
 
 
 def positional_defaults(x, y=None, factor=3, buf=None):
@@ -160,8 +166,11 @@ def positional_defaults(x, y=None, factor=3, buf=None):
 
 
 def test_defaults_filled_and_overridden():
+    # y given: the frame and its resume function; y None: the frame again, and a resume
+    # function with nothing to compute, which marks the resume code SKIP (so later calls
+    # with y run it as Python: 3, not 4)
     assert_matches_eager(positional_defaults, lambda i: call(vec(i), buf=io.StringIO()) if i % 2 else
-                         call(vec(i), vec(i + 1), 5, io.StringIO()), calls=4)
+                         call(vec(i), vec(i + 1), 5, io.StringIO()), calls=4, graphs=3)
 
 
 def make_closure():
@@ -182,10 +191,12 @@ def make_closure():
 
 def test_closure_free_variables_across_breaks():
     closed, set_offset = make_closure()
-    compiled = fastdynamo.compile(closed)
-    for value in (1, 7, 7, 2):
+    compiled, recorder = compile_recorded(closed, backend="triton")
+    # the offset is guarded: each new value compiles the frame and its resume function
+    for value, graphs in ((1, 2), (7, 2), (7, 0), (2, 2)):
         set_offset(value)
-        assert_matches_eager(closed, lambda i: call(vec(i), io.StringIO()), calls=1, compiled=compiled)
+        assert_matches_eager(closed, lambda i: call(vec(i), io.StringIO()), calls=1, compiled=compiled,
+                             recorder=recorder, graphs=graphs)
     report = explain(closed, vec(0), io.StringIO())
     assert_breaks(report, graphs=2, breaks=[(line_of(closed, "# BREAK"), PRINT_BREAK)])
 
@@ -198,7 +209,7 @@ def captured_by_closure(x, buf):
 
 def test_cell_variables_across_break():
     # y is a cell (the lambda captures it): the resume function receives the frame's cells
-    assert_matches_eager(captured_by_closure, lambda i: call(vec(i), io.StringIO()))
+    assert_matches_eager(captured_by_closure, lambda i: call(vec(i), io.StringIO()), graphs=2)
     report = explain(captured_by_closure, vec(0), io.StringIO())
     assert report.break_reasons[0].location == line_of(captured_by_closure, "# BREAK")
 
@@ -211,7 +222,8 @@ def recursive(x, n, buf):
 
 
 def test_recursive_function_with_break():
-    assert_matches_eager(recursive, lambda i: call(vec(i), 3 + i, io.StringIO()))
+    # the recursive calls are frames of their own, each depth (an int argument) compiled apart
+    assert_matches_eager(recursive, lambda i: call(vec(i), 3 + i, io.StringIO()), graphs=5)
 
 
 # ---------------------------------------------------------------- mutations of Python objects
@@ -239,10 +251,14 @@ def counter(n):
 
 def test_mutations_of_python_objects():
     # The store to obj.n before the break is replayed before it; .item() breaks.
-    assert_matches_eager(mutate_object_and_list, lambda i: call(vec(i), counter(i), [float(i)]), calls=4)
+    # obj.n and the list's items are guarded values: every call compiles again (the
+    # frame and its resume function; a SimpleNamespace's attribute store breaks too, so
+    # its calls compile three resume functions each)
+    assert_matches_eager(mutate_object_and_list, lambda i: call(vec(i), counter(i), [float(i)]), calls=4,
+                         graphs=8)
     assert_matches_eager(mutate_object_and_list,
-                         lambda i: call(vec(i), types.SimpleNamespace(n=i), [float(i)]), calls=4)
-    assert_matches_eager(mutate_dict, lambda i: call(vec(i), {"calls": i} if i % 2 else {}), calls=4)
+                         lambda i: call(vec(i), types.SimpleNamespace(n=i), [float(i)]), calls=4, graphs=12)
+    assert_matches_eager(mutate_dict, lambda i: call(vec(i), {"calls": i} if i % 2 else {}), calls=4, graphs=5)
     report = explain(mutate_object_and_list, vec(0), counter(0), [])
     brk = report.break_reasons[0]
     assert brk.location == line_of(mutate_object_and_list, "# BREAK") and "Tensor.item()" in brk.reason
@@ -292,15 +308,16 @@ def store_then_raise(x, obj):
     return y
 
 
-@pytest.mark.parametrize("fn, make", [
-    (store_print_store, lambda i: call(vec(i), counter(i), [i], io.StringIO())),
-    (caller_stores, lambda i: call(vec(i), counter(i), io.StringIO())),
-    (stores_around_loop_break, lambda i: call(vec(i), counter(i), io.StringIO())),
-    (store_then_raise, lambda i: call(vec(i), counter(i))),
-], ids=lambda v: getattr(v, "__name__", ""))
-def test_stores_before_a_break_are_seen_by_it(fn, make):
+# graphs: obj.n is a guarded value, so each of the three calls compiles again
+@pytest.mark.parametrize("fn, make, graphs", [
+    (store_print_store, lambda i: call(vec(i), counter(i), [i], io.StringIO()), 3),
+    (caller_stores, lambda i: call(vec(i), counter(i), io.StringIO()), 6),
+    (stores_around_loop_break, lambda i: call(vec(i), counter(i), io.StringIO()), 3),
+    (store_then_raise, lambda i: call(vec(i), counter(i)), 3),
+], ids=lambda v: getattr(v, "__name__", str(v)))
+def test_stores_before_a_break_are_seen_by_it(fn, make, graphs):
     # recorded stores are replayed before the native region runs
-    assert_matches_eager(fn, make, calls=3)
+    assert_matches_eager(fn, make, calls=3, graphs=graphs)
 
 
 def store_then_graph_error(x, index, obj):
@@ -320,7 +337,8 @@ def store_after_break_then_graph_error(x, index, obj, buf):
 ], ids=lambda v: getattr(v, "__name__", ""))
 def test_stores_before_an_error_raised_by_the_graph_happen(fn, make):
     # eager stores obj.n and then raises; the compiled run must leave obj.n the same
-    assert_matches_eager(fn, make)
+    # (obj.n is a guarded value: one graph per call)
+    assert_matches_eager(fn, make, graphs=3)
 
 
 def test_in_place_tensor_updates_across_break():
@@ -329,7 +347,7 @@ def test_in_place_tensor_updates_across_break():
         print("between", file=buf)
         x.mul_(2)
         return x
-    assert_matches_eager(inplace, lambda i: call(vec(i), io.StringIO()))
+    assert_matches_eager(inplace, lambda i: call(vec(i), io.StringIO()), graphs=2)
 
 
 # ---------------------------------------------------------------- state rebuilt at the break
@@ -368,12 +386,16 @@ def iterators_across_break(x, buf):
     return first, list(it), out, [t.sum() for t in reversed(x.unbind(0))]
 
 
-@pytest.mark.parametrize("fn", [aliased_list, list_aliased_in_containers, containers_and_constants,
-                                iterators_across_break], ids=lambda f: f.__name__)
-def test_python_values_rebuilt_at_the_break(fn):
+# graphs: the one before the break, and the resume function's when it computes something
+# (iterators_across_break's resume function is a loop with a print: Python)
+@pytest.mark.parametrize("fn, graphs", [
+    (aliased_list, 2), (list_aliased_in_containers, 1), (containers_and_constants, 2),
+    (iterators_across_break, 1),
+], ids=["aliased_list", "list_aliased_in_containers", "containers_and_constants", "iterators_across_break"])
+def test_python_values_rebuilt_at_the_break(fn, graphs):
     # Locals built during the trace are rebuilt before the break: a list two names refer
     # to must stay one list.
-    assert_matches_eager(fn, lambda i: call(vec(i), io.StringIO()))
+    assert_matches_eager(fn, lambda i: call(vec(i), io.StringIO()), graphs=graphs)
 
 
 def item_of_many(x):
@@ -387,5 +409,90 @@ def int_of_many(x):
 
 
 def test_error_at_the_break_itself():
-    assert_matches_eager(item_of_many, lambda i: call(vec(i, n=1 + i % 2)), calls=4)
-    assert_matches_eager(int_of_many, lambda i: call(vec(i, n=1 + i % 2)), calls=4)
+    # one graph per shape; .item() of two elements raises where eager does
+    assert_matches_eager(item_of_many, lambda i: call(vec(i, n=1 + i % 2)), calls=4, graphs=2)
+    assert_matches_eager(int_of_many, lambda i: call(vec(i, n=1 + i % 2)), calls=4, graphs=2)
+
+
+# ---------------------------------------------------------------- deleted arguments, locals read by name
+
+def deleted_param_read_after(x, buf):
+    # the LOAD_FAST of the deleted argument breaks; the transformed frame deletes it too
+    y = x * 2
+    del x
+    return y + x  # eager: UnboundLocalError
+
+
+def deleted_param_read_in_loop(x, buf):
+    y = x * 2
+    del x
+    for i in range(2):
+        print(i, file=buf)  # BREAK: the loop runs as Python
+        if i == 1:
+            y = y + x  # eager: UnboundLocalError
+    return y
+
+
+def locals_in_loop(x, buf):
+    y = x * 2
+    for i in range(2):
+        print(i, sorted(locals()), file=buf)  # BREAK: the loop runs as Python
+    return y
+
+
+def eval_after_break(x, buf):
+    y = x * 2
+    print("p", file=buf)  # BREAK
+    return eval("y + 1")
+
+
+def frame_locals_after_break(x, buf):
+    y = x * 2
+    print("p", file=buf)  # BREAK
+    return sys._getframe().f_locals["y"] + 1
+
+
+def walrus_in_comprehension(x, buf):
+    total = [(s := v * 2) for v in range(3)]
+    y = x * s
+    print(total, file=buf)  # BREAK
+    return y + s
+
+
+class Methods:
+    @staticmethod
+    def static(x, buf):
+        y = x * 2
+        print("st", file=buf)  # BREAK
+        return y + 1
+
+    @classmethod
+    def klass(cls, x, buf):
+        y = x * 2
+        print("cm", cls.__name__, file=buf)  # BREAK
+        return y + 1
+
+
+def posonly_kwonly_varkw(x, /, buf, *, k=2, **kw):
+    y = x * k
+    print("p", sorted(kw), file=buf)  # BREAK
+    return y + kw.get("z", 0)
+
+
+# graphs over three calls: deleted arguments: the graph before the break (the resume
+# function raises UnboundLocalError, or is a loop); frames that read their locals by name
+# (locals, eval, sys._getframe) are not split and run as Python
+@pytest.mark.parametrize("fn, make, graphs", [
+    (deleted_param_read_after, lambda i: call(vec(i), io.StringIO()), 1),
+    (deleted_param_read_in_loop, lambda i: call(vec(i), io.StringIO()), 1),
+    (locals_in_loop, lambda i: call(vec(i), io.StringIO()), 0),
+    (eval_after_break, lambda i: call(vec(i), io.StringIO()), 0),
+    (frame_locals_after_break, lambda i: call(vec(i), io.StringIO()), 0),
+    (walrus_in_comprehension, lambda i: call(vec(i), io.StringIO()), 2),
+    (Methods.static, lambda i: call(vec(i), io.StringIO()), 2),
+    (Methods.klass, lambda i: call(vec(i), io.StringIO()), 2),
+    # z=i is a guarded value: the frame and its resume function, per call
+    (posonly_kwonly_varkw, lambda i: call(vec(i), io.StringIO(), k=3, z=i), 6),
+], ids=lambda v: getattr(v, "__qualname__", str(v)))
+def test_locals_and_signatures_across_a_break(fn, make, graphs):
+    assert_matches_eager(fn, make, graphs=graphs, breaks=1 if graphs == 0 else None)

@@ -20,11 +20,9 @@ from fastdynamo.convert_frame import Recorder
 
 from . import break_programs
 from .break_helpers import (BOOL_BREAK, PRINT_BREAK, assert_breaks, assert_matches_eager, call, explain,
-                            fresh_cache, leaf, line_of, vec)
+                            leaf, line_of, vec)
 
-assert fresh_cache  # an autouse fixture
-
-pytest.importorskip("fastdynamo._native")
+pytestmark = pytest.mark.usefixtures("fresh_cache")
 
 
 # ---------------------------------------------------------------- data-dependent branches
@@ -39,7 +37,8 @@ def branch_on_sum(x):
 
 
 def test_if_on_tensor_takes_both_branches():
-    assert_matches_eager(branch_on_sum, lambda i: call(vec(i)), calls=4)
+    # the graph before the branch, and one resume function per branch
+    assert_matches_eager(branch_on_sum, lambda i: call(vec(i)), calls=4, graphs=3, breaks=1)
     for i in (0, 1):
         report = explain(branch_on_sum, vec(i))
         assert_breaks(report, graphs=2, breaks=[(line_of(branch_on_sum, "# BREAK"), BOOL_BREAK)])
@@ -52,7 +51,8 @@ def truth_of_tensor(x):
 
 
 def test_if_tensor_directly():
-    assert_matches_eager(truth_of_tensor, lambda i: call(torch.tensor([float(i % 2)])), calls=4)
+    # nothing to capture before the branch; one resume function per branch
+    assert_matches_eager(truth_of_tensor, lambda i: call(torch.tensor([float(i % 2)])), calls=4, graphs=2)
     report = explain(truth_of_tensor, torch.tensor([1.0]))
     assert_breaks(report, graphs=1, breaks=[(line_of(truth_of_tensor, "# BREAK"), BOOL_BREAK)])
 
@@ -64,7 +64,7 @@ def branch_in_condition_expression(x):
 
 
 def test_conditional_expression_on_tensor():
-    assert_matches_eager(branch_in_condition_expression, lambda i: call(vec(i)), calls=4)
+    assert_matches_eager(branch_in_condition_expression, lambda i: call(vec(i)), calls=4, graphs=3)
     report = explain(branch_in_condition_expression, vec(0))
     assert_breaks(report, graphs=2, breaks=[(line_of(branch_in_condition_expression, "# BREAK"), BOOL_BREAK)])
 
@@ -79,10 +79,13 @@ def short_circuit_or(x):
     return y + 1
 
 
-@pytest.mark.parametrize("fn", [short_circuit_and, short_circuit_or])
-def test_short_circuit_on_tensor(fn):
+@pytest.mark.parametrize("fn, graphs", [
+    (short_circuit_and, 3),
+    (short_circuit_or, 2),  # x.max() > 100 is never true: one resume function
+], ids=["short_circuit_and", "short_circuit_or"])
+def test_short_circuit_on_tensor(fn, graphs):
     # JUMP_IF_FALSE_OR_POP / JUMP_IF_TRUE_OR_POP on a tensor
-    assert_matches_eager(fn, lambda i: call(vec(i)), calls=4)
+    assert_matches_eager(fn, lambda i: call(vec(i)), calls=4, graphs=graphs)
     report = explain(fn, vec(0))
     assert report.break_reasons[0].location == line_of(fn, "# BREAK")
 
@@ -96,7 +99,8 @@ def while_on_tensor(x):
 
 
 def test_while_on_tensor_condition():
-    assert_matches_eager(while_on_tensor, lambda i: call(vec(0) * i), calls=3)
+    # the first test; the loop runs as Python, and what follows it computes nothing
+    assert_matches_eager(while_on_tensor, lambda i: call(vec(0) * i), calls=3, graphs=1, breaks=2)
     report = explain(while_on_tensor, vec(0))
     where = line_of(while_on_tensor, "# BREAK")
     # the loop's first test, then the loop (run as Python) in the resume function
@@ -105,7 +109,8 @@ def test_while_on_tensor_condition():
 
 def test_assert_on_tensor():
     fn = break_programs.assert_on_tensor
-    assert_matches_eager(fn, lambda i: call(vec(i)), calls=4)  # odd i: AssertionError
+    # odd i: AssertionError, raised by a resume function with nothing to capture
+    assert_matches_eager(fn, lambda i: call(vec(i)), calls=4, graphs=2, breaks=2)
     report = explain(fn, vec(0))
     assert_breaks(report, graphs=2, breaks=[(line_of(fn, "# BREAK"), BOOL_BREAK)])
 
@@ -147,16 +152,20 @@ def index_with_item(x):
     return y[int(x.argmax().item())]  # BREAK
 
 
-@pytest.mark.parametrize("fn, reason", [
-    (item_then_use, "Tensor.item() leaves the graph"),
-    (tolist_then_use, "Tensor.tolist() leaves the graph"),
-    (bool_of_tensor, BOOL_BREAK),
-    (int_of_tensor, "converting a tensor to a Python number"),
-    (float_of_tensor, "converting a tensor to a Python number"),
-    (index_with_item, "Tensor.item() leaves the graph"),
+# graphs: the one before the break, and a resume function specialized on each Python
+# value the four calls produce (bool_of_tensor: True, then False, whose resume function
+# computes nothing and is marked SKIP, so the True entry is not used again; index_with_item:
+# two argmax positions)
+@pytest.mark.parametrize("fn, reason, graphs", [
+    (item_then_use, "Tensor.item() leaves the graph", 5),
+    (tolist_then_use, "Tensor.tolist() leaves the graph", 5),
+    (bool_of_tensor, BOOL_BREAK, 2),
+    (int_of_tensor, "converting a tensor to a Python number", 5),
+    (float_of_tensor, "converting a tensor to a Python number", 5),
+    (index_with_item, "Tensor.item() leaves the graph", 3),
 ], ids=lambda v: getattr(v, "__name__", "reason"))
-def test_tensor_to_python_value(fn, reason):
-    assert_matches_eager(fn, lambda i: call(vec(i)), calls=4)
+def test_tensor_to_python_value(fn, reason, graphs):
+    assert_matches_eager(fn, lambda i: call(vec(i)), calls=4, graphs=graphs, breaks=1)
     report = explain(fn, vec(0))
     assert_breaks(report, graphs=2, breaks=[(line_of(fn, "# BREAK"), reason)])
 
@@ -165,11 +174,10 @@ def test_item_specialization_past_recompile_limit():
     # The resume function is specialized on the Python number; past the recompile limit
     # it runs eagerly, and every result stays right.
     fn = item_then_use
-    compiled = fastdynamo.compile(fn, backend="eager")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert_matches_eager(fn, lambda i: call(torch.full((2,), float(i))),
-                             calls=config.recompile_limit + 4, compiled=compiled)
+                             calls=config.recompile_limit + 4, graphs=1 + config.recompile_limit)
 
 
 # ---------------------------------------------------------------- print and other effects
@@ -207,7 +215,7 @@ def print_tensor_values(x, buf):
 @pytest.mark.parametrize("fn", [print_text, print_with_sep_end, print_shape, print_tensor,
                                 print_tensor_values], ids=lambda f: f.__name__)
 def test_print(fn):
-    assert_matches_eager(fn, lambda i: call(vec(i), io.StringIO()), calls=3)
+    assert_matches_eager(fn, lambda i: call(vec(i), io.StringIO()), calls=3, graphs=2, breaks=1)
     report = explain(fn, vec(0), io.StringIO())
     # Printing a tensor runs torch's formatting (and collections' generated namedtuple
     # code) natively: no break of the user's besides the print.
@@ -226,8 +234,9 @@ def print_returns_inputs_and_new(x, y, buf):
 
 
 def test_break_keeps_identity_of_returned_arguments():
-    assert_matches_eager(print_returns_input, lambda i: call(vec(i), io.StringIO()))
-    assert_matches_eager(print_returns_inputs_and_new, lambda i: call(vec(i), leaf(i), io.StringIO()))
+    # no tensor operation at all; then only the one before the print
+    assert_matches_eager(print_returns_input, lambda i: call(vec(i), io.StringIO()), graphs=0, breaks=1)
+    assert_matches_eager(print_returns_inputs_and_new, lambda i: call(vec(i), leaf(i), io.StringIO()), graphs=1)
     x, y = vec(0), vec(1)
     out = fastdynamo.compile(print_returns_inputs_and_new)(x, y, io.StringIO())
     assert out[0] is y and out[2] is x
@@ -302,15 +311,18 @@ def c_function_global(x):
     return y + t[0]
 
 
-@pytest.mark.parametrize("fn, reason", [
-    (unique_call, "torch.unique is not captured"),
-    (disabled_call, "marked fastdynamo.disable"),
-    (nonzero_call, "Tensor.nonzero() leaves the graph"),
-    (numpy_call, "Tensor.numpy() leaves the graph"),
-    (c_function_global, "tuple.__new__"),
+# graphs: before the call, and after it; numpy_call's resume function breaks at once
+# (ndarray.sum, at a LOAD_METHOD it cannot resume from) and c_function_global's while
+# entering (the same call again): both run as Python after the first graph
+@pytest.mark.parametrize("fn, reason, graphs", [
+    (unique_call, "torch.unique is not captured", 2),
+    (disabled_call, "marked fastdynamo.disable", 2),
+    (nonzero_call, "Tensor.nonzero() leaves the graph", 2),
+    (numpy_call, "Tensor.numpy() leaves the graph", 1),
+    (c_function_global, "tuple.__new__", 1),
 ], ids=lambda v: getattr(v, "__name__", "reason"))
-def test_unsupported_call(fn, reason):
-    assert_matches_eager(fn, lambda i: call(vec(i)), calls=3)
+def test_unsupported_call(fn, reason, graphs):
+    assert_matches_eager(fn, lambda i: call(vec(i)), calls=3, graphs=graphs)
     report = explain(fn, vec(0))
     assert report.break_reasons[0].location == line_of(fn, "# BREAK")
     assert reason in report.break_reasons[0].reason
@@ -337,7 +349,7 @@ def caller_of_caller(x, buf):
 
 
 def test_break_inside_inlined_call_surfaces_at_call_site():
-    assert_matches_eager(caller, lambda i: call(vec(i), io.StringIO()))
+    assert_matches_eager(caller, lambda i: call(vec(i), io.StringIO()), graphs=4)
     report = explain(caller, vec(0), io.StringIO())
     brk = report.break_reasons[0]
     assert brk.location == line_of(callee_prints, "# BREAK")
@@ -352,7 +364,8 @@ def test_break_inside_inlined_call_surfaces_at_call_site():
 
 
 def test_break_two_inlined_calls_deep():
-    assert_matches_eager(caller_of_caller, lambda i: call(vec(i), io.StringIO()))
+    # its own graph and resume function around caller's four
+    assert_matches_eager(caller_of_caller, lambda i: call(vec(i), io.StringIO()), graphs=6)
     report = explain(caller_of_caller, vec(0), io.StringIO())
     brk = report.break_reasons[0]
     assert brk.location == line_of(callee_prints, "# BREAK")
@@ -391,10 +404,14 @@ def call_method_with_break_in_argument(x, items):
     return x * len(items)
 
 
-@pytest.mark.parametrize("fn", [call_with_keywords, call_with_star_args, call_with_break_in_arguments])
-def test_break_at_call_with_stack_below(fn):
+# graphs: the callee's two and the caller's resume function; or the graph before .item()
+# and a resume function per value
+@pytest.mark.parametrize("fn, graphs", [
+    (call_with_keywords, 3), (call_with_star_args, 3), (call_with_break_in_arguments, 4),
+], ids=["call_with_keywords", "call_with_star_args", "call_with_break_in_arguments"])
+def test_break_at_call_with_stack_below(fn, graphs):
     # KW_NAMES, CALL_FUNCTION_EX, and a NULL + callable below the broken argument
-    assert_matches_eager(fn, lambda i: call(vec(i), io.StringIO()))
+    assert_matches_eager(fn, lambda i: call(vec(i), io.StringIO()), graphs=graphs)
 
 
 def break_deep_in_expression(x, buf):
@@ -418,13 +435,17 @@ def call_callable_instance(x, buf):
     return SCALE(x * 2, buf) + 1
 
 
-@pytest.mark.parametrize("fn", [break_deep_in_expression, call_callable_instance], ids=lambda f: f.__name__)
-def test_break_inside_expressions(fn):
-    assert_matches_eager(fn, lambda i: call(vec(i), io.StringIO()))
+@pytest.mark.parametrize("fn, graphs", [
+    (break_deep_in_expression, 4),  # before .item(), and a resume function per value
+    (call_callable_instance, 3),  # before the call, after the print in __call__, after the call
+], ids=["break_deep_in_expression", "call_callable_instance"])
+def test_break_inside_expressions(fn, graphs):
+    assert_matches_eager(fn, lambda i: call(vec(i), io.StringIO()), graphs=graphs)
 
 
 def test_break_in_method_call_argument():
-    assert_matches_eager(call_method_with_break_in_argument, lambda i: call(vec(i), [i]))
+    # each call's list holds another int (guarded): the frame and its resume function recompile
+    assert_matches_eager(call_method_with_break_in_argument, lambda i: call(vec(i), [i]), graphs=6, breaks=3)
 
 
 # ---------------------------------------------------------------- unsupported opcodes
@@ -453,12 +474,14 @@ def holder(i):
     return obj
 
 
-@pytest.mark.parametrize("fn, make, opcode", [
-    (delete_attribute, lambda i: call(vec(i), holder(i)), "DELETE_ATTR"),
-    (class_inside, lambda i: call(vec(i)), "LOAD_BUILD_CLASS"),
+# graphs: before and after the opcode; class_inside's resume function breaks while
+# entering (the __build_class__ call) and runs as Python
+@pytest.mark.parametrize("fn, make, opcode, graphs", [
+    (delete_attribute, lambda i: call(vec(i), holder(i)), "DELETE_ATTR", 2),
+    (class_inside, lambda i: call(vec(i)), "LOAD_BUILD_CLASS", 1),
 ], ids=lambda v: v if isinstance(v, str) else getattr(v, "__name__", ""))
-def test_unsupported_opcode(fn, make, opcode):
-    assert_matches_eager(fn, make, calls=3)
+def test_unsupported_opcode(fn, make, opcode, graphs):
+    assert_matches_eager(fn, make, calls=3, graphs=graphs)
     report = explain(fn, *make(0).args)
     assert report.break_reasons[0].location == line_of(fn, "# BREAK")
     assert f"opcode {opcode} is not supported" in report.break_reasons[0].reason
@@ -484,8 +507,10 @@ def raise_caught(x):
 
 
 def test_raise_matches_eager():
-    assert_matches_eager(raise_after_ops, lambda i: call(vec(0, n=2 + i % 2)), calls=4)
-    assert_matches_eager(raise_caught, lambda i: call(vec(i)))
+    # length 2: one graph, no break; length 3: the graph before the raise
+    assert_matches_eager(raise_after_ops, lambda i: call(vec(0, n=2 + i % 2)), calls=4, graphs=2, breaks=1)
+    # caught in the frame: one graph, no break
+    assert_matches_eager(raise_caught, lambda i: call(vec(i)), graphs=1, breaks=0)
 
 
 def test_raise_is_one_break_with_a_readable_reason():

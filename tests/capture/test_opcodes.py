@@ -116,7 +116,7 @@ def calls(x):
 
 
 def containers(x):
-    t = (x, 1)
+    t = (x + 1, 1)  # one tensor operation: a frame without any runs as Python
     s = {1, 2}
     s.add(3)
     d = {"k": x, **{"j": 2}}

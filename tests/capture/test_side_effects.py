@@ -19,23 +19,16 @@ from fastdynamo.convert_frame import Recorder
 from fastdynamo.capture import Broken
 from .helpers import assert_same, capture
 
-pytest.importorskip("fastdynamo._native")
+pytestmark = pytest.mark.usefixtures("fresh_cache")
 
 
-@pytest.fixture(autouse=True)
-def _fresh_cache():
-    fastdynamo.reset()
-    yield
-    fastdynamo.reset()
-
-
-def check_effects(fn, make, state, graphs=1, calls=2, compiled=None):
+def check_effects(fn, make, state, graphs=1, calls=2):
     """Run ``fn`` eager and compiled on ``make()`` (fresh arguments each time, equal
     between the two runs) ``calls`` times; return values and ``state(args)`` must match
     and ``graphs`` graphs must have been captured with no break. Returns the recorder."""
     fastdynamo.reset()
     recorder = Recorder()
-    compiled = compiled or fastdynamo.compile(fn, backend="eager", _recorder=recorder)
+    compiled = fastdynamo.compile(fn, backend="eager", _recorder=recorder)
     for call in range(calls):
         torch.manual_seed(call)
         args = make()

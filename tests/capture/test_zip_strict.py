@@ -8,14 +8,7 @@ import torch
 import fastdynamo
 from fastdynamo.convert_frame import Recorder
 
-pytest.importorskip("fastdynamo._native")
-
-
-@pytest.fixture(autouse=True)
-def _fresh_cache():
-    fastdynamo.reset()
-    yield
-    fastdynamo.reset()
+pytestmark = pytest.mark.usefixtures("fresh_cache")
 
 
 def pairs_strict(x, scales):

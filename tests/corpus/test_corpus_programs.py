@@ -11,10 +11,11 @@ from fastdynamo.convert_frame import Recorder
 from .compare import compare
 from .programs import PROGRAMS
 
+pytestmark = pytest.mark.usefixtures("fresh_cache")
+
 
 @pytest.mark.parametrize("program", PROGRAMS, ids=[p.name for p in PROGRAMS])
 def test_corpus_program_matches_eager(program):
-    fastdynamo.reset()
     recorder = Recorder()
     compiled = fastdynamo.compile(program.fn, backend="eager", _recorder=recorder)
     for _ in range(2):  # the first call captures, the second runs the cached entry
@@ -22,4 +23,3 @@ def test_corpus_program_matches_eager(program):
         assert difference is None, difference
     # Nothing runs as Python without a recorded reason.
     assert recorder.captures or recorder.breaks, "no graph and no reason"
-    fastdynamo.reset()

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import os
 
+import pytest
 import torch
 
 import fastdynamo
+
+pytestmark = pytest.mark.usefixtures("fresh_cache")
 
 KEY = "FASTDYNAMO_TEST_ENVIRON_SCALE"
 
@@ -32,7 +35,6 @@ def test_environ_reads_are_guarded_on_the_entry(monkeypatch):
         assert torch.equal(compiled(x), scaled(x)), value
     # absent, 3.0, 4.0: three entries (the repeated values reuse them)
     assert len(recorder.captures) == 3
-    fastdynamo.reset()
 
 
 def test_writing_the_environment_breaks_the_graph(monkeypatch):
@@ -42,10 +44,11 @@ def test_writing_the_environment_breaks_the_graph(monkeypatch):
         os.environ[KEY] = "1"
         return x + 1
 
-    fastdynamo.reset()
+    recorder = fastdynamo.convert_frame.Recorder()
     try:
-        out = fastdynamo.compile(writes, backend="eager")(torch.ones(2))
+        out = fastdynamo.compile(writes, backend="eager", _recorder=recorder)(torch.ones(2))
         assert torch.equal(out, torch.full((2,), 2.0)) and os.environ[KEY] == "1"
     finally:
         os.environ.pop(KEY, None)
-        fastdynamo.reset()
+    # the write breaks; x + 1 after it is the resume function's graph
+    assert len(recorder.breaks) == 1 and len(recorder.captures) == 1, [str(b) for b in recorder.breaks]

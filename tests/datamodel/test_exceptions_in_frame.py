@@ -7,6 +7,8 @@ import torch
 
 import fastdynamo
 
+pytestmark = pytest.mark.usefixtures("fresh_cache")
+
 
 def caught_in_frame(x):
     try:
@@ -67,7 +69,6 @@ def break_inside_handler(x):
     (nested_handlers, (torch.ones(2),)),
 ], ids=["in-frame", "callee-ok", "callee-raises", "nested"])
 def test_caught_exceptions_stay_in_one_graph(fn, args):
-    fastdynamo.reset()
     expected = fn(*args)
     actual = fastdynamo.compile(fn, backend="eager", fullgraph=True)(*args)
     assert type(actual) is type(expected)
@@ -81,7 +82,6 @@ def test_caught_exceptions_stay_in_one_graph(fn, args):
 
 
 def test_an_exception_leaving_the_frame_is_eagers():
-    fastdynamo.reset()
     with pytest.raises(KeyError):
         fastdynamo.compile(reraised, backend="eager")(torch.ones(2))
     fastdynamo.reset()
@@ -90,7 +90,6 @@ def test_an_exception_leaving_the_frame_is_eagers():
 
 
 def test_a_break_inside_a_handler_runs_the_frame_as_python(capsys):
-    fastdynamo.reset()
     out = fastdynamo.compile(break_inside_handler, backend="eager")(torch.ones(2))
     assert torch.equal(out, torch.full((2,), 2.0))
     assert capsys.readouterr().out == "inside the handler\n"

@@ -8,6 +8,8 @@ import torch
 
 import fastdynamo
 
+pytestmark = pytest.mark.usefixtures("fresh_cache")
+
 
 def counting(log, t, n):
     for i in range(n):
@@ -60,7 +62,6 @@ MODEL = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Sequential(torch.nn.
 @pytest.mark.parametrize("fn", [interleaved, partially_consumed, uses_yield_from, module_walk],
                          ids=lambda f: f.__name__)
 def test_generators_run_lazily_in_one_graph(fn):
-    fastdynamo.reset()
     x = torch.arange(2.0)
     expected = fn(x)
     actual = fastdynamo.compile(fn, backend="eager", fullgraph=True)(x)

@@ -12,6 +12,8 @@ import fastdynamo
 
 from . import imported_helper
 
+pytestmark = pytest.mark.usefixtures("fresh_cache")
+
 
 def _compile(fn):
     fastdynamo.reset()

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import collections
 
+import pytest
 import torch
 
 import fastdynamo
+
+pytestmark = pytest.mark.usefixtures("fresh_cache")
 
 
 def test_is_compiling_is_false_outside_a_trace():

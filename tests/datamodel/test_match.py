@@ -11,6 +11,8 @@ import torch
 
 import fastdynamo
 
+pytestmark = pytest.mark.usefixtures("fresh_cache")
+
 Point = collections.namedtuple("Point", "x y")
 
 
@@ -54,7 +56,6 @@ COMMANDS = [("scale", 3.0), ["shift", 2.0, "a", "b"], ("shift", 1.0), {"kind": "
 
 @pytest.mark.parametrize("command", COMMANDS, ids=repr)
 def test_match_patterns_compile_whole_and_match_eager(command):
-    fastdynamo.reset()
     compiled = fastdynamo.compile(dispatch, backend="eager", fullgraph=True)
     x = torch.arange(3.0)
     expected, actual = dispatch(x, command), compiled(x, command)

@@ -7,6 +7,8 @@ import torch
 
 import fastdynamo
 
+pytestmark = pytest.mark.usefixtures("fresh_cache")
+
 
 def tolist_loop(x, y):
     total = 0.0
@@ -29,7 +31,6 @@ def numpy_sum(x, y):
 
 @pytest.mark.parametrize("fn, breaks", [(tolist_loop, 1), (item_loop, 1), (numpy_sum, 2)])
 def test_leaving_the_tensor_world_is_one_clean_break(fn, breaks):
-    fastdynamo.reset()
     compiled = fastdynamo.compile(fn, backend="eager")
     for i in range(3):
         x = torch.arange(3.0) + i

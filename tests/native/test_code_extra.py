@@ -8,16 +8,9 @@ state". Runs in a subprocess: the other users must take their indices before
 """
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
-
-import fastdynamo
-
-# The directory holding the fastdynamo under test (installed, or in place with PYTHONPATH).
-PYTHON_DIR = Path(fastdynamo.__file__).resolve().parents[1]
 
 OTHER_USERS = textwrap.dedent(
     """
@@ -78,10 +71,9 @@ OTHER_USERS = textwrap.dedent(
 )
 
 
-def test_slots_of_older_and_younger_users():
-    env = dict(os.environ, PYTHONPATH=str(PYTHON_DIR))
-    result = subprocess.run([sys.executable, "-c", OTHER_USERS], env=env, capture_output=True, text=True,
-                            timeout=120)
+def test_slots_of_older_and_younger_users(subprocess_env):
+    result = subprocess.run([sys.executable, "-c", OTHER_USERS], env=subprocess_env(), capture_output=True,
+                            text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "ok"
 

@@ -7,7 +7,6 @@ keep them in step with ``rust/`` by hand.
 """
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +14,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_native_stub_matches_extension(tmp_path: Path) -> None:
+def test_native_stub_matches_extension(tmp_path: Path, subprocess_env) -> None:
     # torch is only used for annotations in the stub; not analysing it keeps this ~5 s
     # instead of ~35 s. The mypy cache goes to tmp_path, not into the repository.
     config = tmp_path / "mypy.ini"
@@ -23,12 +22,8 @@ def test_native_stub_matches_extension(tmp_path: Path) -> None:
         f"[mypy]\ncache_dir = {tmp_path / 'mypy_cache'}\n\n"
         "[mypy-torch.*]\nfollow_imports = skip\n"
     )
-    env = dict(os.environ)
     # Check the package the tests import (in place, or installed with its stub).
-    import fastdynamo
-
-    package_root = str(Path(fastdynamo.__file__).resolve().parents[1])
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
+    env = subprocess_env()
     result = subprocess.run(
         [sys.executable, "-m", "mypy.stubtest", "fastdynamo._native",
          "--mypy-config-file", str(config)],

@@ -2,12 +2,8 @@
 naming the versions that work (3.11, 3.12, 3.13), also for free-threaded builds."""
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
-from pathlib import Path
-
-PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
 
 FAKE_VERSION = """
 import sys
@@ -25,26 +21,26 @@ import fastdynamo
 """
 
 
-def _import_error(script: str) -> str:
-    env = dict(os.environ, PYTHONPATH=str(PYTHON_DIR))
-    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+def _import_error(subprocess_env, script: str) -> str:
+    result = subprocess.run([sys.executable, "-c", script], env=subprocess_env(), capture_output=True,
+                            text=True)
     assert result.returncode != 0
     return result.stderr.strip().splitlines()[-1]
 
 
-def test_older_python_refuses_to_import():
-    assert _import_error(FAKE_VERSION.format(major=3, minor=10)) == (
+def test_older_python_refuses_to_import(subprocess_env):
+    assert _import_error(subprocess_env, FAKE_VERSION.format(major=3, minor=10)) == (
         "ImportError: fastdynamo supports CPython 3.11, 3.12, 3.13; this is 3.10")
 
 
-def test_newer_python_refuses_to_import():
-    assert _import_error(FAKE_VERSION.format(major=3, minor=14)) == (
+def test_newer_python_refuses_to_import(subprocess_env):
+    assert _import_error(subprocess_env, FAKE_VERSION.format(major=3, minor=14)) == (
         "ImportError: fastdynamo supports CPython 3.11, 3.12, 3.13; this is 3.14")
 
 
-def test_free_threaded_build_refuses_to_import():
+def test_free_threaded_build_refuses_to_import(subprocess_env):
     this = f"{sys.version_info.major}.{sys.version_info.minor}"
-    assert _import_error(FAKE_FREE_THREADED) == (
+    assert _import_error(subprocess_env, FAKE_FREE_THREADED) == (
         "ImportError: fastdynamo supports CPython 3.11, 3.12, 3.13 with the GIL; this is a "
         f"free-threaded build ({this}t), whose frames and code objects it cannot hook")
 
@@ -59,3 +55,14 @@ def test_native_version_matches_package(native):
     import fastdynamo
 
     assert native.runtime_version() == fastdynamo.__version__
+
+
+def test_child_processes_import_the_package_under_test(subprocess_env):
+    # Subprocess tests run the fastdynamo this process imported (in place or installed),
+    # with the extension this process loaded.
+    import fastdynamo
+
+    script = "import fastdynamo, fastdynamo._native as n; print(fastdynamo.__file__); print(n.__file__)"
+    result = subprocess.run([sys.executable, "-c", script], env=subprocess_env(), capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [fastdynamo.__file__, fastdynamo._native.__file__]

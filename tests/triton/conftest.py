@@ -1,32 +1,11 @@
-"""Test setup for the Triton backend: kernels run in Triton's interpreter on CPU.
-
-TRITON_INTERPRET must be set before triton is imported (its standard library is
-jitted at import time), so it is set here, at the top of the first module pytest
-loads from this directory. torch may already be imported by other test directories;
-that is fine as long as triton itself is not.
-"""
+"""Helpers for the Triton backend's tests: kernels run in Triton's interpreter on CPU
+(set up by the repository's root conftest.py, before triton is imported)."""
 from __future__ import annotations
 
-import os
-import sys
-import tempfile
+import pytest
+import torch
 
-if "triton" in sys.modules and os.environ.get("TRITON_INTERPRET") != "1":
-    raise RuntimeError(
-        "tests/triton need TRITON_INTERPRET=1 before triton is imported, but triton was already "
-        "imported without it (by an earlier test module or plugin). Run them with "
-        "`TRITON_INTERPRET=1 python -m pytest tests/triton` or on their own."
-    )
-os.environ["TRITON_INTERPRET"] = "1"
-# Internal errors raise instead of falling back to ATen, so a bug cannot pass as a fallback.
-os.environ["FASTDYNAMO_TRITON_STRICT"] = "1"
-# A fresh cache per session: tests exercise code generation, and never write to ~/.cache.
-os.environ["FASTDYNAMO_CACHE_DIR"] = tempfile.mkdtemp(prefix="fastdynamo-triton-tests-")
-
-import pytest  # noqa: E402
-import torch  # noqa: E402
-
-from fastdynamo.backends.triton import compile_graph  # noqa: E402
+from fastdynamo.backends.triton import compile_graph
 
 # Tolerances per dtype: kernels compute half types in float32 and round once on store,
 # eager rounds after every op; the interpreter truncates bf16 casts (1 ulp).

@@ -21,7 +21,7 @@ import torch
 
 import fastdynamo
 from fastdynamo.backends.triton import compile_graph
-
+from fastdynamo.convert_frame import Recorder
 
 
 def max_scalar_first(s, x):
@@ -50,38 +50,39 @@ def test_minimum_block_first_works(compare):
     compare(lambda s, x: torch.minimum(x, s), s, x)
 
 
-def _recording_triton(errors):
-    """The triton backend, recording what its compiled graphs raise (fastdynamo's rerun
-    fallback would otherwise swallow it)."""
+def _recording_triton(calls):
+    """The triton backend, recording each call of its compiled graphs and what it raised
+    (fastdynamo's rerun fallback would otherwise swallow the error)."""
 
     def backend(gm, example_inputs):
         compiled = compile_graph(gm, list(example_inputs))
 
         def run(*args):
             try:
-                return compiled(*args)
+                result = compiled(*args)
             except Exception as error:
-                errors.append(error)
+                calls.append(error)
                 raise
+            calls.append("ok")
+            return result
 
         return run
 
     return backend
 
 
+@pytest.mark.usefixtures("fresh_cache")
 def test_maximum_of_0dim_input_through_compile():
     s, x = torch.tensor(0.25), torch.randn(3, 5, generator=torch.Generator().manual_seed(0))
     expected = max_scalar_first(s, x)
-    fastdynamo.reset()
-    try:
-        # the eager backend and the default one give eager's values...
-        torch.testing.assert_close(fastdynamo.compile(max_scalar_first, backend="eager")(s, x), expected)
+    # the eager backend and the default one give eager's values...
+    for backend in ("eager", "triton"):
+        recorder = Recorder()
+        torch.testing.assert_close(fastdynamo.compile(max_scalar_first, backend=backend, _recorder=recorder)(s, x),
+                                   expected)
+        assert len(recorder.captures) == 1
         fastdynamo.reset()
-        torch.testing.assert_close(fastdynamo.compile(max_scalar_first)(s, x), expected)
-        fastdynamo.reset()
-        # ...but the default backend's graph raised and the frame ran again as Python
-        errors = []
-        torch.testing.assert_close(fastdynamo.compile(max_scalar_first, backend=_recording_triton(errors))(s, x), expected)
-        assert errors == []
-    finally:
-        fastdynamo.reset()
+    # ...and the default backend's graph ran without raising (no rerun as Python)
+    calls = []
+    torch.testing.assert_close(fastdynamo.compile(max_scalar_first, backend=_recording_triton(calls))(s, x), expected)
+    assert calls == ["ok"]

@@ -3,16 +3,10 @@ skips code generation."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
-
-import fastdynamo
-
-# The directory holding the fastdynamo under test (installed, or in place with PYTHONPATH).
-PYTHON_DIR = Path(fastdynamo.__file__).resolve().parents[1]
 
 SCRIPT = textwrap.dedent("""
     import json, torch
@@ -28,21 +22,20 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-def _run(cache_dir: Path) -> dict:
-    env = dict(os.environ, PYTHONPATH=str(PYTHON_DIR), FASTDYNAMO_CACHE_DIR=str(cache_dir), TRITON_INTERPRET="1")
+def _run(env: dict[str, str]) -> dict:
     result = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=180)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def test_second_process_writes_nothing_and_skips_codegen(tmp_path):
-    first = _run(tmp_path)
+def test_second_process_writes_nothing_and_skips_codegen(tmp_path, subprocess_env):
+    first = _run(subprocess_env(cache_dir=tmp_path))
     assert first["ok"] and first["stats"].get("codegen") == 1 and first["stats"].get("writes") == 1
     files = sorted((tmp_path / "triton").iterdir())
     assert [f.suffix for f in files] == [".py"]
     before = {f: (f.stat().st_mtime_ns, f.stat().st_size) for f in files}
 
-    second = _run(tmp_path)
+    second = _run(subprocess_env(cache_dir=tmp_path))
     assert second["ok"] and second["path"] == first["path"] and second["kernels"] == first["kernels"]
     assert second["stats"].get("codegen", 0) == 0 and second["stats"].get("writes", 0) == 0
     assert second["stats"].get("disk_hits") == 1
@@ -50,12 +43,12 @@ def test_second_process_writes_nothing_and_skips_codegen(tmp_path):
     assert after == before
 
 
-def test_key_changes_with_input_metadata(tmp_path, monkeypatch):
+def test_key_changes_with_input_metadata(fresh_cache):
     import torch
 
     from fastdynamo.backends.triton import cache, compile_graph
 
-    monkeypatch.setenv("FASTDYNAMO_CACHE_DIR", str(tmp_path))
+    tmp_path = fresh_cache.disk()
     gm = torch.fx.symbolic_trace(lambda x: x + 1)
     paths = {compile_graph(gm, [t]).source_path for t in
              (torch.randn(4), torch.randn(5), torch.randn(4, dtype=torch.float16), torch.randn(8)[::2])}

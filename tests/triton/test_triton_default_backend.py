@@ -3,11 +3,9 @@ the CPU path without the interpreter (ATen ops, said once, no per-call cost); an
 TRITON_INTERPRET ordering, in fresh processes so that nothing here can import triton early."""
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 import torch
@@ -17,16 +15,7 @@ from fastdynamo.backends import DEFAULT_BACKEND
 from fastdynamo.backends.triton import CompiledGraph
 from fastdynamo.convert_frame import Recorder
 
-pytest.importorskip("fastdynamo._native")
-# The directory holding the fastdynamo under test (installed, or in place with PYTHONPATH).
-PYTHON_DIR = Path(fastdynamo.__file__).resolve().parents[1]
-
-
-@pytest.fixture(autouse=True)
-def _fresh_cache():
-    fastdynamo.reset()
-    yield
-    fastdynamo.reset()
+pytestmark = pytest.mark.usefixtures("fresh_cache")
 
 
 def _compiled_fns(recorder: Recorder) -> list:
@@ -100,9 +89,9 @@ def test_another_device_fails_the_guard_and_the_backend_decides_again():
     assert meta.fallback_reason == "device meta"
 
 
-def _run(script: str, tmp_path: Path, **env_overrides) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "FASTDYNAMO_TRITON_STRICT")}
-    env.update(PYTHONPATH=str(PYTHON_DIR), FASTDYNAMO_CACHE_DIR=str(tmp_path), **env_overrides)
+def _run(script: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    """Run ``script`` in a fresh process without TRITON_INTERPRET (so that nothing imports
+    triton early), kernels cached in the test's tmp_path."""
     result = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], env=env, capture_output=True,
                             text=True, timeout=240)
     assert result.returncode == 0, result.stderr
@@ -114,7 +103,7 @@ def _backend_log(result: subprocess.CompletedProcess) -> list:
     return [line for line in result.stderr.splitlines() if line.startswith("fastdynamo.backends.triton:")]
 
 
-def test_cpu_without_interpreter_runs_the_plain_graph_and_says_so_once(tmp_path):
+def test_cpu_without_interpreter_runs_the_plain_graph_and_says_so_once(tmp_path, subprocess_env):
     result = _run("""
         import logging, torch, fastdynamo
         from fastdynamo.convert_frame import Recorder
@@ -139,13 +128,13 @@ def test_cpu_without_interpreter_runs_the_plain_graph_and_says_so_once(tmp_path)
             assert fn.__func__.__code__.co_filename.startswith("<fastdynamo-graph-")
             assert fn.fallback_reason.startswith("CPU tensors without TRITON_INTERPRET=1"), fn.fallback_reason
         print("OK")
-    """, tmp_path)
+    """, subprocess_env(interpreter=False))
     (message,) = _backend_log(result)
     assert "graphs run as ATen ops: CPU tensors without TRITON_INTERPRET=1" in message
     assert not (tmp_path / "triton").exists()  # no code generated
 
 
-def test_using_the_backend_early_does_not_import_triton(tmp_path):
+def test_using_the_backend_early_does_not_import_triton(tmp_path, subprocess_env):
     # The backend imports triton only to generate or run kernels, so a process that used
     # it on CPU can still turn the interpreter on afterwards.
     _run("""
@@ -164,10 +153,10 @@ def test_using_the_backend_early_does_not_import_triton(tmp_path):
         import triton.language
         assert type(triton.language.standard.sigmoid).__name__ == "InterpretedFunction"
         print("OK")
-    """, tmp_path)
+    """, subprocess_env(interpreter=False))
 
 
-def test_interpreter_flag_set_after_triton_was_imported_runs_aten_and_says_why(tmp_path):
+def test_interpreter_flag_set_after_triton_was_imported_runs_aten_and_says_why(tmp_path, subprocess_env):
     # torch imports triton on the first capture (FakeTensorMode loads torch._dynamo), so
     # the flag must be set before that. Set too late, it cannot take effect: ATen ops,
     # said once, never a failing kernel.
@@ -184,6 +173,6 @@ def test_interpreter_flag_set_after_triton_was_imported_runs_aten_and_says_why(t
         for capture in recorder.captures:
             assert "set after triton was imported" in capture.compiled_fn.fallback_reason
         print("OK")
-    """, tmp_path)
+    """, subprocess_env(interpreter=False))
     (message,) = _backend_log(result)
     assert "TRITON_INTERPRET=1 was set after triton was imported" in message

@@ -346,7 +346,7 @@ def transformed_code(original: CodeType, *, compiled_fn_name: str,
     first line; it has no cell variables and is never a generator. Every instruction
     is attributed to ``lineno`` (default: the first line of the body), so an error
     raised by the compiled callable shows the user's file and function. With a
-    ``fallback`` (:mod:`fastdynamo.fallback`), an exception raised by the graph call
+    ``fallback`` (:mod:`fastdynamo.transform.fallback`), an exception raised by the graph call
     runs the frame again as Python, in ``grad_mode`` (the frame's). See the module docstring for an example.
     """
     from .fallback import protect

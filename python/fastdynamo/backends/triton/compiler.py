@@ -38,6 +38,7 @@ from types import ModuleType
 from typing import Any, Callable
 
 import torch
+from torch._subclasses.fake_tensor import FakeTensor
 from torch.utils import _pytree as pytree
 
 from . import cache, runtime
@@ -70,6 +71,30 @@ class TritonOptions:
 
 def _tensor_meta(t: torch.Tensor) -> tuple:
     return (tuple(t.shape), tuple(t.stride()), t.dtype, t.device)
+
+
+def _inputs_key(inputs: list) -> tuple:
+    """What generated code depends on besides the graph: each tensor's metadata and which
+    earlier input shares its storage (kernels are generated for that aliasing), each other
+    value itself, and the torch state read while tracing (factory functions without a
+    dtype or device follow the defaults; grad mode and deterministic algorithms change the
+    ops traced)."""
+    storages: dict[int, int] = {}
+    parts: list = []
+    for index, value in enumerate(inputs):
+        if isinstance(value, torch.Tensor):
+            storage = value.untyped_storage().data_ptr() if value.device.type != "meta" else id(value)
+            shares = storages.setdefault(storage, index) if value.numel() else index
+            parts.append((_tensor_meta(value), shares, value.storage_offset()))
+        else:
+            parts.append(("value", type(value), repr(value)))
+    return (tuple(parts), _trace_time_state())
+
+
+def _trace_time_state() -> tuple:
+    default_device = torch.get_default_device() if hasattr(torch, "get_default_device") else None
+    return (torch.get_default_dtype(), default_device, torch.is_grad_enabled(),
+            torch.are_deterministic_algorithms_enabled())
 
 
 def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: TritonOptions | None = None):
@@ -179,9 +204,9 @@ class CompiledGraph:
         device = tensors[0].device if tensors else torch.device("cpu")
         key = cache.hash_key(FORMAT_VERSION, _source_fingerprint(), _versions(), runtime.interpreter_enabled(),
                              _device_key(device), self.options, self.gm.code, _targets(self.gm),
-                             [_tensor_meta(t) for t in tensors])
+                             _inputs_key(tensors))
         module = cache.load_or_build(key, lambda: self._generate(example_inputs))
-        self.specialisations[tuple(_tensor_meta(t) for t in example_inputs)] = module
+        self.specialisations[_inputs_key(example_inputs)] = module
         self.module = module
         self.fallback_reason = module.FALLBACK_REASON
         if module.FALLBACK_REASON:
@@ -190,8 +215,7 @@ class CompiledGraph:
 
     def _use_aten(self, reason: str, example_inputs: list) -> "CompiledGraph":
         self.fallback_reason = reason
-        key = tuple(_tensor_meta(t) if isinstance(t, torch.Tensor) else ("value", type(t)) for t in example_inputs)
-        self.specialisations[key] = None
+        self.specialisations[_inputs_key(example_inputs)] = None
         return self
 
     def _generate(self, example_inputs: list) -> str:
@@ -201,8 +225,10 @@ class CompiledGraph:
             graph.verify()
             schedule = fuse(graph)
             schedule.verify()
-            return generate_module(schedule, traced.attribute_names, self.options.persistent_max,
-                                   dict(self.options.config_overrides))
+            source = generate_module(schedule, traced.attribute_names, self.options.persistent_max,
+                                     dict(self.options.config_overrides))
+            refusal = _eager_refusal(self.gm, example_inputs)
+            return fallback_module(refusal) if refusal else source
         except UnsupportedGraph as reason:
             return fallback_module(str(reason))
         except RecursionError:
@@ -218,7 +244,7 @@ class CompiledGraph:
     def __call__(self, *args: Any) -> Any:
         if self.gm is None:
             raise RuntimeError("compiled graph was released")
-        metadata = tuple(_tensor_meta(t) if isinstance(t, torch.Tensor) else ("value", type(t)) for t in args)
+        metadata = _inputs_key(list(args))
         if metadata not in self.specialisations:
             self.specialise(list(args))
         module = self.specialisations[metadata]
@@ -230,6 +256,23 @@ class CompiledGraph:
             return self._aten(*args)
         flat = module.call(list(args) + attributes)
         return pytree.tree_unflatten(flat, self.out_spec)
+
+
+def _eager_refusal(gm: torch.fx.GraphModule, example_inputs: list) -> str | None:
+    """Why eager raises on these inputs (an op it does not implement for a dtype, such as
+    ``abs`` on bool or ``softmax`` on int8, which meta kernels and the decompositions
+    accept): the graph is run once on them, as ATen ops. The kernels would compute a value
+    where eager raises, so such a graph runs as ATen ops, raising eager's error. Run only
+    for graphs that lowered to kernels (they write no input), with the RNG state kept."""
+    if any(isinstance(t, FakeTensor) for t in example_inputs):
+        return None
+    devices = [t.device for t in example_inputs if isinstance(t, torch.Tensor) and t.device.type == "cuda"]
+    try:
+        with torch.random.fork_rng(devices=devices), torch.no_grad():
+            gm(*example_inputs)
+    except Exception as error:  # noqa: BLE001 - whatever eager raises, the kernels must not hide
+        return f"eager raises {type(error).__name__}: {str(error).splitlines()[0][:200] if str(error) else ''}"
+    return None
 
 
 def _output_value(gm: torch.fx.GraphModule):

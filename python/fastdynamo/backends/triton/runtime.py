@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import threading
 
 import torch
 
@@ -47,6 +48,14 @@ def interpreter_mismatch() -> str | None:
     return "TRITON_INTERPRET=1 was set after triton was imported (torch imports it on the first capture)"
 
 
+# Triton's interpreter runs a launch's programs one after another in Python, keeping the
+# current program's index in one module-global builder (`interpreter_builder.grid_idx`,
+# set per program, read by `tl.program_id`) and patching `triton.language` for the
+# launch: two threads launching at once read each other's indices. Interpreter launches
+# therefore run one at a time. (Re-entrant: a launch never waits on itself.)
+_INTERPRETER_LAUNCH = threading.RLock()
+
+
 class KernelLauncher:
     """Launch one generated kernel with a chosen configuration (see module docstring)."""
 
@@ -62,7 +71,11 @@ class KernelLauncher:
         return ((self.xnumel + config["XBLOCK"] - 1) // config["XBLOCK"],)
 
     def launch(self, config: dict, args: tuple) -> None:
-        self.kernel[self.grid(config)](*args, **config)
+        if interpreter_enabled():
+            with _INTERPRETER_LAUNCH:
+                self.kernel[self.grid(config)](*args, **config)
+        else:
+            self.kernel[self.grid(config)](*args, **config)
 
     def __call__(self, *args) -> None:
         if self.chosen is None:
