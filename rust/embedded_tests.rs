@@ -98,7 +98,7 @@ result = (values, [name for name in seen if name in ("f", "g")], native.get_code
 /// One test, not two: the in-place read is process-wide and cargo runs tests in parallel.
 #[test]
 fn code_extra_read_in_place_and_through_cpython_decide_alike() {
-    // Module registration runs the probe; CPython 3.11's layout must pass it.
+    // Module registration runs the probe; the layout of every supported CPython (3.11-3.13) must pass it.
     run_with_module("result = 0");
     assert!(crate::ffi::code_extra::direct_read_enabled());
     assert_eq!(run_with_module(SKIP_AND_HIT), "([101, 4, 103, 8], ['f', 'g'], 1)");

@@ -58,7 +58,9 @@ pub fn quick_decision<'py>(
 /// then the callback on a miss.
 pub fn decide<'py>(frame: FrameRef<'py>, pending: Pending<'py>) -> Decision<'py> {
     let Pending { mode, state } = pending;
-    if frame.is_generator_like() || !frame.owned_by_thread() || frame.has_started() {
+    // Only a fresh thread-owned frame with no frame object may be answered here: that
+    // is what `ffi::frame::release_answered` knows how to release (3.12+).
+    if frame.is_generator_like() || !frame.owned_by_thread() || frame.has_started() || frame.has_frame_object() {
         return Decision::Default;
     }
     if state.is_some_and(|s| s.action(frame.py()) == Action::RegionWrapper) {

@@ -77,6 +77,13 @@ fn _passthrough_frames() -> usize {
     hook::passthrough_frames()
 }
 
+/// Tests: whether the hook reads `co_extra` in place (its layout verified at import on
+/// this interpreter) rather than through `_PyCode_GetExtra`.
+#[pyfunction]
+fn _code_extra_read_in_place() -> bool {
+    code_extra::direct_read_enabled()
+}
+
 pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = module.py();
     code_extra::init(py)?;
@@ -92,6 +99,7 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(installed_evaluator, module)?)?;
     module.add_function(wrap_pyfunction!(_set_passthrough_evaluator, module)?)?;
     module.add_function(wrap_pyfunction!(_passthrough_frames, module)?)?;
+    module.add_function(wrap_pyfunction!(_code_extra_read_in_place, module)?)?;
     module.add_class::<CacheEntry>()?;
     module.add_class::<Frame>()?;
     crate::guards::register(module)?;

@@ -1,5 +1,6 @@
 """Fixtures shared by the test suite, and the hypothesis profiles: ``ci`` (the default)
-runs a few hundred generated programs; select thousands with ``--hypothesis-profile=long``.
+runs a few hundred generated programs; select thousands with ``--hypothesis-profile=long``,
+fewer with ``versions`` (CI's extra CPython versions).
 The environment (Triton's interpreter, strict errors, a fresh kernel cache, the native
 extension loaded) is set by the repository's root ``conftest.py``.
 """
@@ -20,6 +21,9 @@ from fastdynamo import logs
 settings.register_profile("ci", max_examples=150, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("long", max_examples=3000, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+# CI's runs on the extra CPython versions (3.12, 3.13; see .ci/run): fewer examples.
+settings.register_profile("versions", max_examples=40, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("ci")
 

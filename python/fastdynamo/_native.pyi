@@ -23,6 +23,7 @@ __all__ = [
     "installed_evaluator",
     "_set_passthrough_evaluator",
     "_passthrough_frames",
+    "_code_extra_read_in_place",
     "CacheEntry",
     "DirectCall",
     "Dispatcher",
@@ -284,3 +285,7 @@ def _set_passthrough_evaluator(enabled: bool) -> None:
 
 def _passthrough_frames() -> int:
     """Benches and tests: frames the pass-through evaluator has evaluated so far."""
+
+def _code_extra_read_in_place() -> bool:
+    """Tests: whether the hook reads ``co_extra`` in place (its layout verified at import
+    on this CPython) rather than through ``_PyCode_GetExtra``."""

@@ -59,12 +59,24 @@ def native() -> NativeRuntime:
     try:
         from . import _native
     except ImportError as err:  # pragma: no cover - depends on the build
-        raise NativeRuntimeError(
-            "fastdynamo's native runtime is not built; install with `pip install .`"
-        ) from err
+        raise NativeRuntimeError(_missing_native_message()) from err
     if _native.runtime_version() != __version__:
         raise NativeRuntimeError(
             f"fastdynamo._native is version {_native.runtime_version()}, "
             f"the Python package is {__version__}: reinstall with `pip install .`"
         )
     return _native
+
+
+def _missing_native_message() -> str:
+    """Why ``_native`` did not load: not built at all, or built for other versions only
+    (each CPython version needs its own build)."""
+    import sys
+    from pathlib import Path
+
+    built = sorted(p.name for p in Path(__file__).parent.glob("_native*.so"))
+    this = f"{sys.version_info.major}.{sys.version_info.minor}"
+    if built:
+        return (f"fastdynamo's native runtime is not built for CPython {this} (found {', '.join(built)}); "
+                f"install with `python{this} -m pip install .` or `make build-dev PYTHON=python{this}`")
+    return "fastdynamo's native runtime is not built; install with `pip install .`"

@@ -16,9 +16,14 @@ use std::os::raw::{c_int, c_void};
 use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
+// 3.12 renamed these to `PyUnstable_*`; the old names remain only as static inline
+// wrappers in the headers, with no symbol to link.
 extern "C" {
+    #[cfg_attr(Py_3_12, link_name = "PyUnstable_Eval_RequestCodeExtraIndex")]
     fn _PyEval_RequestCodeExtraIndex(free: unsafe extern "C" fn(*mut c_void)) -> Py_ssize_t;
+    #[cfg_attr(Py_3_12, link_name = "PyUnstable_Code_GetExtra")]
     fn _PyCode_GetExtra(code: *mut PyObject, index: Py_ssize_t, extra: *mut *mut c_void) -> c_int;
+    #[cfg_attr(Py_3_12, link_name = "PyUnstable_Code_SetExtra")]
     fn _PyCode_SetExtra(code: *mut PyObject, index: Py_ssize_t, extra: *mut c_void) -> c_int;
 }
 
@@ -37,9 +42,9 @@ static DIRECT_INDEX: AtomicIsize = AtomicIsize::new(-1);
 static CO_EXTRA_OFFSET: AtomicUsize = AtomicUsize::new(0);
 static FRAME_CODE_OFFSET: AtomicUsize = AtomicUsize::new(0);
 
-/// `co_extra` points at 3.11's `_PyCodeObjectExtra` (`Objects/codeobject.c`, in
-/// no installed header): `{ Py_ssize_t ce_size; void *ce_extras[1]; }`, grown to the
-/// number of users when a slot is first set; slots below `ce_size` are NULL or set.
+/// `co_extra` points at `_PyCodeObjectExtra` (`Objects/codeobject.c`, in no installed
+/// header; the same in 3.11, 3.12 and 3.13): `{ Py_ssize_t ce_size; void *ce_extras[1]; }`,
+/// grown to the number of users when a slot is first set; slots below `ce_size` are NULL or set.
 const SIZE_WORDS: usize = 1;
 
 /// Requests our `co_extra` slot, once per process, and turns the in-place read on if the
@@ -66,8 +71,8 @@ fn index() -> Py_ssize_t {
     *INDEX.get().expect("co_extra index requested at module init")
 }
 
-/// Whether the hook reads `co_extra` in place (tests).
-#[cfg(test)]
+/// Whether the hook reads `co_extra` in place (tests, and `_code_extra_read_in_place`,
+/// which checks on each supported interpreter that the probe passed).
 pub fn direct_read_enabled() -> bool {
     DIRECT_INDEX.load(Ordering::Relaxed) >= 0
 }

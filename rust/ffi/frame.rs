@@ -1,7 +1,7 @@
 //! A read-only view of a `_PyInterpreterFrame` handed to the evaluator hook.
 
 use super::layout::layout;
-use pyo3::ffi::PyObject;
+use pyo3::ffi::{PyObject, PyThreadState};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use pyo3::Borrowed;
@@ -81,11 +81,20 @@ impl<'py> FrameRef<'py> {
         self.field::<i8>(layout().frame_owner) == FRAME_OWNED_BY_THREAD
     }
 
-    /// Whether evaluation already began (`prev_instr` moved past `_PyCode_CODE(co) - 1`).
+    /// Whether evaluation already began: the instruction pointer moved from where a fresh
+    /// frame has it (`_PyCode_CODE(co) - 1` for 3.11/3.12's `prev_instr`, `_PyCode_CODE(co)`
+    /// for 3.13's `instr_ptr`).
     pub fn has_started(self) -> bool {
-        let prev_instr: *const u8 = self.field(layout().frame_prev_instr);
+        let instr: *const u8 = self.field(layout().frame_instr);
         let first = self.code().as_ptr().cast::<u8>().wrapping_add(layout().code_adaptive);
-        prev_instr != first.wrapping_sub(2)
+        instr != first.wrapping_offset(layout().fresh_instr_delta)
+    }
+
+    /// Whether a `PyFrameObject` was made for this frame. A frame the hook answers itself
+    /// must have none: it is released without the hand-over to the frame object that the
+    /// interpreter does.
+    pub fn has_frame_object(self) -> bool {
+        !self.field::<*mut PyObject>(layout().frame_frame_obj).is_null()
     }
 
     /// `localsplus[index]`, or None when that slot is empty (NULL) or out of range.
@@ -129,4 +138,29 @@ impl<'py> FrameRef<'py> {
         // the frame, which outlives 'py's use in the hook call.
         Some(unsafe { super::object::Arguments::new(start.cast(), count) })
     }
+}
+
+extern "C" {
+    #[cfg(Py_3_12)]
+    fn fd_frame_clear_and_pop(tstate: *mut PyThreadState, frame: *mut c_void);
+}
+
+/// Releases a frame the hook answered without evaluating it (its result came from a
+/// cache entry or an error). From 3.12 on the evaluator that receives a frame owns it:
+/// CPython's own evaluator clears it and pops it off the thread's data stack when it
+/// returns, so a hook that answers instead must do the same, or the function, code and
+/// arguments leak a reference per call. On 3.11 the caller does it.
+///
+/// # Safety
+/// `tstate` and `frame` are the evaluator's own arguments; the frame is fresh, owned by
+/// the thread, has no frame object, and is not touched after this call.
+pub(crate) unsafe fn release_answered(tstate: *mut PyThreadState, frame: FrameRef<'_>) {
+    debug_assert!(frame.owned_by_thread() && !frame.has_frame_object());
+    #[cfg(Py_3_12)]
+    // SAFETY: per this function's contract, which is the C helper's.
+    unsafe {
+        fd_frame_clear_and_pop(tstate, frame.raw());
+    }
+    #[cfg(not(Py_3_12))]
+    let _ = (tstate, frame);
 }

@@ -314,12 +314,18 @@ unsafe extern "C" fn evaluate(
             // SAFETY: as above.
             unsafe { hand_on(tstate, frame, throwflag) }
         }
-        Decision::Done(result) => match result {
-            Ok(value) => value.into_ptr(),
-            Err(err) => {
-                err.restore(py);
-                std::ptr::null_mut()
-            }
-        },
+        Decision::Done(result) => {
+            let answer = match result {
+                Ok(value) => value.into_ptr(),
+                Err(err) => {
+                    err.restore(py);
+                    std::ptr::null_mut()
+                }
+            };
+            // SAFETY: the evaluator's own arguments; `decide` answers only fresh
+            // thread-owned frames without a frame object, and the frame is not used again.
+            unsafe { super::frame::release_answered(tstate, view) };
+            answer
+        }
     }
 }

@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import importlib
+import sys
 import inspect
 import types
 from functools import lru_cache
 
+from fastdynamo.bytecode import version
 from fastdynamo.bytecode import (
     assemble,
     create_instruction,
@@ -15,7 +17,7 @@ from fastdynamo.bytecode import (
 STDLIB_MODULES = [
     "collections", "json.decoder", "json.encoder", "dataclasses", "typing", "inspect", "ast",
     "argparse", "asyncio.base_events", "asyncio.tasks", "contextlib", "functools", "enum",
-    "logging", "pathlib", "re._parser", "re._compiler", "unittest.case", "email.message",
+    "logging", "pathlib._local" if sys.version_info >= (3, 13) else "pathlib", "re._parser", "re._compiler", "unittest.case", "email.message",
     "http.client", "tarfile", "zipfile", "difflib", "_pydecimal", "statistics", "textwrap",
     "traceback", "shutil", "subprocess", "tokenize", "xml.etree.ElementTree", "urllib.parse",
     "configparser", "pickle", "string", "dis", "concurrent.futures._base", "calendar",
@@ -51,8 +53,11 @@ def with_nops(code: types.CodeType, every: int = 1) -> types.CodeType:
     out = []
     seen_resume = False
     for i, inst in enumerate(insts):
-        # PRECALL must stay directly before CALL (3.11 specialisations skip it).
-        if seen_resume and i % every == 0 and inst.opname != "CALL":
+        # Pairs that must stay adjacent (3.11: PRECALL, CALL; 3.12: KW_NAMES, CALL;
+        # 3.13: END_FOR, POP_TOP) get no NOP between them.
+        previous = insts[i - 1].opname if i else None
+        bound = version.MUST_BE_FOLLOWED_BY.get(previous) == inst.opname
+        if seen_resume and i % every == 0 and not bound:
             nop = create_instruction("NOP")
             nop.exn_tab_entry = inst.exn_tab_entry
             out.append(nop)

@@ -17,6 +17,7 @@ from fastdynamo.bytecode import (
     max_stack_depth,
     stack_depths,
 )
+from fastdynamo.bytecode import version
 from bytecode_test_utils import function_with_code
 
 RECORDED: list = []
@@ -73,9 +74,15 @@ def test_prologue_runs_first():
 
 
 def _record_top_of_stack():
-    # [.., v] -> [.., v]; calls record(v) on the way.
-    return [create_instruction("COPY", arg=1), create_push_null(),
-            create_instruction("SWAP", arg=2), create_load_global("record"),
+    # [.., v] -> [.., v]; calls record(v) on the way. The call takes NULL, record, v
+    # (3.13: record, NULL, v).
+    if version.PY_3_13:
+        callable_and_null = [create_load_global("record"), create_instruction("SWAP", arg=2),
+                             create_push_null()]
+    else:
+        callable_and_null = [create_push_null(), create_instruction("SWAP", arg=2),
+                             create_load_global("record")]
+    return [create_instruction("COPY", arg=1), *callable_and_null,
             create_instruction("SWAP", arg=2), *create_call(1),
             create_instruction("POP_TOP")]
 
@@ -125,7 +132,7 @@ def test_long_loop_body_needs_extended_arg_jumps():
                   retarget=False)
     new = assemble(insts, loop_with_try.__code__)
     raw = new.co_code
-    assert any(raw[k] == 144 for k in range(0, len(raw), 2))  # EXTENDED_ARG
+    assert any(raw[k] == version.EXTENDED_ARG for k in range(0, len(raw), 2))
     fn = function_with_code(loop_with_try, new)
     for items in ([1, 2, 0, 5], [1] * 20):
         assert fn(items) == loop_with_try(items)
@@ -157,12 +164,12 @@ def test_argval_drives_indices_and_tables_grow():
     def f():
         return None
 
-    insts = instructions_from_code(f.__code__)
-    ret = insts[-1]
-    insts[-2:-1] = [create_load_const((1, 2.0, -0.0)), create_instruction("POP_TOP"),
-                    create_instruction("LOAD_CONST", argval=0.0),
-                    create_instruction("STORE_FAST", argval="fresh_local"),
-                    create_instruction("LOAD_FAST", argval="fresh_local")]
+    resume = instructions_from_code(f.__code__)[0]
+    ret = create_instruction("RETURN_VALUE")
+    insts = [resume, create_load_const((1, 2.0, -0.0)), create_instruction("POP_TOP"),
+             create_instruction("LOAD_CONST", argval=0.0),
+             create_instruction("STORE_FAST", argval="fresh_local"),
+             create_instruction("LOAD_FAST", argval="fresh_local"), ret]
     new = assemble(insts, f.__code__)
     assert new.co_varnames == ("fresh_local",) and new.co_nlocals == 1
     assert (1, 2.0, -0.0) in new.co_consts
@@ -180,9 +187,15 @@ def test_missing_cell_variable_is_an_error():
         assemble(insts, f.__code__)
 
 
-def test_precall_must_precede_call():
+def test_bound_pairs_must_stay_adjacent():
+    # 3.11: PRECALL, CALL; 3.12: KW_NAMES, CALL; 3.13: END_FOR, POP_TOP.
+    (first, second), = version.MUST_BE_FOLLOWED_BY.items()
+    first_inst = {"PRECALL": lambda: create_instruction("PRECALL", arg=1),
+                  "KW_NAMES": lambda: create_instruction("KW_NAMES", argval=("key",)),
+                  "END_FOR": lambda: create_instruction("END_FOR")}[first]()
     insts = [create_push_null(), create_load_global("len"), create_load_const("ab"),
-             create_instruction("PRECALL", arg=1), create_instruction("NOP"),
-             create_instruction("CALL", arg=1), create_instruction("RETURN_VALUE")]
+             first_inst, create_instruction("NOP"),
+             create_instruction(second, arg=1 if second == "CALL" else None),
+             create_instruction("RETURN_VALUE")]
     with pytest.raises(ValueError, match="directly followed"):
         assemble(insts, (lambda: None).__code__)

@@ -8,7 +8,7 @@ import traceback
 
 import pytest
 
-from fastdynamo.bytecode import assemble, instructions_from_code
+from fastdynamo.bytecode import assemble, instructions_from_code, version
 from bytecode_test_utils import function_with_code, roundtrip, with_nops
 
 
@@ -201,7 +201,7 @@ def test_coroutine_roundtrip():
 def test_large_function_needs_extended_args_and_still_runs():
     big = make_big_function()
     raw = big.__code__.co_code
-    assert any(raw[i] == 144 for i in range(0, len(raw), 2))  # EXTENDED_ARG present
+    assert any(raw[i] == version.EXTENDED_ARG for i in range(0, len(raw), 2))
     again = roundtrip(big)
     assert again.__code__.co_code != raw  # moved by the NOPs
     assert again(True) == big(True) and again(False) == big(False)

@@ -15,15 +15,24 @@ import textwrap
 OTHER_USERS = textwrap.dedent(
     """
     import ctypes
-    api = ctypes.pythonapi
-    api._PyEval_RequestCodeExtraIndex.restype = ctypes.c_ssize_t
-    api._PyEval_RequestCodeExtraIndex.argtypes = [ctypes.c_void_p]
-    api._PyCode_SetExtra.argtypes = [ctypes.py_object, ctypes.c_ssize_t, ctypes.c_void_p]
-    api._PyCode_GetExtra.argtypes = [ctypes.py_object, ctypes.c_ssize_t, ctypes.POINTER(ctypes.c_void_p)]
+    import sys
+    # 3.12 renamed the API (the old names are static inline wrappers with no symbol).
+    if sys.version_info >= (3, 12):
+        request_index = ctypes.pythonapi.PyUnstable_Eval_RequestCodeExtraIndex
+        set_extra = ctypes.pythonapi.PyUnstable_Code_SetExtra
+        get_extra = ctypes.pythonapi.PyUnstable_Code_GetExtra
+    else:
+        request_index = ctypes.pythonapi._PyEval_RequestCodeExtraIndex
+        set_extra = ctypes.pythonapi._PyCode_SetExtra
+        get_extra = ctypes.pythonapi._PyCode_GetExtra
+    request_index.restype = ctypes.c_ssize_t
+    request_index.argtypes = [ctypes.c_void_p]
+    set_extra.argtypes = [ctypes.py_object, ctypes.c_ssize_t, ctypes.c_void_p]
+    get_extra.argtypes = [ctypes.py_object, ctypes.c_ssize_t, ctypes.POINTER(ctypes.c_void_p)]
 
     def their_value(code, index):
         out = ctypes.c_void_p()
-        assert api._PyCode_GetExtra(code, index, ctypes.byref(out)) == 0
+        assert get_extra(code, index, ctypes.byref(out)) == 0
         return out.value
 
     def early(x):
@@ -32,13 +41,13 @@ OTHER_USERS = textwrap.dedent(
     def late(x):
         return x + 2
 
-    before = api._PyEval_RequestCodeExtraIndex(None)  # a user older than fastdynamo
-    assert api._PyCode_SetExtra(early.__code__, before, 0x1230) == 0  # block of size before+1
+    before = request_index(None)  # a user older than fastdynamo
+    assert set_extra(early.__code__, before, 0x1230) == 0  # block of size before+1
 
     from fastdynamo._runtime import native
     N = native()
-    after = api._PyEval_RequestCodeExtraIndex(None)  # a user younger than fastdynamo
-    assert api._PyCode_SetExtra(late.__code__, after, 0x4560) == 0  # block covers our slot, NULL
+    after = request_index(None)  # a user younger than fastdynamo
+    assert set_extra(late.__code__, after, 0x4560) == 0  # block covers our slot, NULL
 
     assert N.get_code_action(early.__code__) == N.DEFAULT
     assert N.get_code_action(late.__code__) == N.DEFAULT
@@ -55,8 +64,8 @@ OTHER_USERS = textwrap.dedent(
     assert their_value(early.__code__, before) == 0x1230
     assert their_value(late.__code__, after) == 0x4560
     # The callback frees nothing of theirs: clear their slots before the code objects die.
-    api._PyCode_SetExtra(early.__code__, before, None)
-    api._PyCode_SetExtra(late.__code__, after, None)
+    set_extra(early.__code__, before, None)
+    set_extra(late.__code__, after, None)
     print("ok")
     """
 )

@@ -132,8 +132,9 @@ def stack_depths(instructions: Sequence[Instruction]) -> list[int | None]:
 
 
 def max_stack_depth(instructions: Sequence[Instruction]) -> int:
-    """The ``co_stacksize`` the instructions need."""
-    return _flow(instructions)[1]
+    """The ``co_stacksize`` the instructions need (3.13's code constructor records at
+    least 1)."""
+    return max(_flow(instructions)[1], version.MIN_STACKSIZE)
 
 
 def _flow(instructions: Sequence[Instruction]) -> tuple[list[int | None], int]:
@@ -161,8 +162,8 @@ def _flow(instructions: Sequence[Instruction]) -> tuple[list[int | None], int]:
                                           f"{depths[i]} and {depth}")
                 break
             depths[i] = depth
-            max_depth = max(max_depth, depth)
             inst = instructions[i]
+            max_depth = max(max_depth, depth + version.TRANSIENT_STACK.get(inst.opname, 0))
             entry = inst.exn_tab_entry
             if entry is not None:
                 handler_depth = entry.depth + int(entry.lasti) + 1
@@ -184,8 +185,16 @@ def _flow(instructions: Sequence[Instruction]) -> tuple[list[int | None], int]:
 
 # ---------------------------------------------------------------- liveness
 
-_READS = frozenset({"LOAD_FAST", "DELETE_FAST"})  # DELETE_FAST fails on an unset local
-_WRITES = frozenset({"STORE_FAST", "DELETE_FAST"})
+def _uses_and_kills(inst: Instruction) -> tuple[set[str], set[str]]:
+    """Locals ``inst`` reads before writing them, and locals it writes (binds or unbinds)."""
+    uses: set[str] = set()
+    kills: set[str] = set()
+    for effect, name in version.local_effects(inst):
+        if effect == "read" and name not in kills:
+            uses.add(name)
+        elif effect != "read":
+            kills.add(name)
+    return uses, kills
 
 
 def liveness(instructions: Sequence[Instruction]) -> list[frozenset[str]]:
@@ -197,12 +206,11 @@ def liveness(instructions: Sequence[Instruction]) -> list[frozenset[str]]:
     handler is live throughout its ``try`` body.
     """
     index = _index_of(instructions)
-    names = sorted({inst.argval for inst in instructions if inst.opname in _READS | _WRITES})
+    effects = [_uses_and_kills(inst) for inst in instructions]
+    names = sorted({name for used, killed in effects for name in used | killed})
     bit = {name: 1 << k for k, name in enumerate(names)}
-    uses, kills = [], []
-    for inst in instructions:
-        uses.append(bit[inst.argval] if inst.opname in _READS else 0)
-        kills.append(bit[inst.argval] if inst.opname in _WRITES else 0)
+    uses = [sum(bit[n] for n in used) for used, _ in effects]
+    kills = [sum(bit[n] for n in killed) for _, killed in effects]
     succs = [successors(instructions, i, index) for i in range(len(instructions))]
     handler = [index[id(inst.exn_tab_entry.target)] if inst.exn_tab_entry else None
                for inst in instructions]
@@ -248,10 +256,11 @@ def live_locals(instructions: Sequence[Instruction], at: Instruction) -> frozens
 
 def bound_after(bound: frozenset, inst: Instruction) -> frozenset:
     """The fast locals bound after ``inst`` runs, given those bound before it."""
-    if inst.opname == "STORE_FAST":
-        return bound | {inst.argval}
-    if inst.opname == "DELETE_FAST":
-        return bound - {inst.argval}
+    for effect, name in version.local_effects(inst):
+        if effect == "bind":
+            bound = bound | {name}
+        elif effect == "unbind":
+            bound = bound - {name}
     return bound
 
 

@@ -93,11 +93,18 @@ def assemble(instructions: Sequence[Instruction], template_code: CodeType,
     freevars = tuple(kwargs.get("co_freevars", template_code.co_freevars))
     first_line = kwargs.get("co_firstlineno", template_code.co_firstlineno)
 
+    instructions = _forward_conditions_only(instructions)
     for inst in instructions:
         inst.opname = version.canonical_opname(inst.opname)
         inst.opcode = version.OPMAP[inst.opname]
-        if inst.opname in version.LOCAL_OPNAMES and inst.argval is not UNSET:
-            varnames.index(inst.argval, inst.arg)  # grow co_varnames before localsplus is fixed
+        # Grow co_varnames before localsplus is fixed. From 3.13 a cell is loaded for a
+        # closure with LOAD_FAST: a local opcode may name a cell or free variable.
+        if inst.argval is UNSET or inst.opname not in version.LOCAL_OPNAMES:
+            continue
+        packed = inst.opname in version.PACKED_LOCAL_OPNAMES
+        for name in inst.argval if packed else (inst.argval,):
+            if name not in cellvars and name not in freevars:
+                varnames.index(name, None if packed else inst.arg)
     localsplus = version.localsplus_names_from(varnames.items, cellvars, freevars)
     localsplus_index = {name: i for i, name in reversed(list(enumerate(localsplus)))}
     for inst in instructions:
@@ -121,7 +128,7 @@ def assemble(instructions: Sequence[Instruction], template_code: CodeType,
         co_names=tuple(names.items),
         co_varnames=tuple(varnames.items),
         co_nlocals=len(varnames.items),
-        co_linetable=encode_line_table(zip(positions, sizes, strict=True), first_line),
+        co_linetable=encode_line_table(_location_runs(positions, sizes), first_line),
         co_exceptiontable=_exception_table(instructions, sizes),
         co_stacksize=max_stack_depth(instructions),
         **kwargs,
@@ -137,12 +144,19 @@ def _set_arg(inst: Instruction, consts: _Table, names: _Table, localsplus: tuple
         return
     if opname in version.CONST_OPNAMES:
         inst.arg = consts.index(argval, inst.arg)
-    elif opname in version.LOAD_GLOBAL_NULL_BIT_OPNAMES:
-        null_bit = (inst.arg or 0) & version.PUSH_NULL_BIT
-        hint = inst.arg >> 1 if inst.arg is not None else None
-        inst.arg = (names.index(argval, hint) << 1) | null_bit
+    elif opname in version.NAME_ARG_SHIFT:
+        # The bits below the name index are flags (NULL, method) that the caller set.
+        shift = version.NAME_ARG_SHIFT[opname]
+        flags = (inst.arg or 0) & ((1 << shift) - 1)
+        hint = inst.arg >> shift if inst.arg is not None else None
+        inst.arg = (names.index(argval, hint) << shift) | flags
     elif opname in version.NAME_OPNAMES:
         inst.arg = names.index(argval, inst.arg)
+    elif opname in version.PACKED_LOCAL_OPNAMES:
+        first, second = (localsplus_index[name] for name in argval)
+        if first > 15 or second > 15:
+            raise ValueError(f"{inst!r}: both locals must be among the first 16 of localsplus")
+        inst.arg = (first << 4) | second
     elif opname in version.LOCAL_OPNAMES or opname in version.FREE_OPNAMES:
         if inst.arg is not None and inst.arg < len(localsplus) and localsplus[inst.arg] == argval:
             return
@@ -150,7 +164,48 @@ def _set_arg(inst: Instruction, consts: _Table, names: _Table, localsplus: tuple
             raise ValueError(f"{inst!r}: {argval!r} is not a cell or free variable of the code")
         inst.arg = localsplus_index[argval]
     elif opname in version.COMPARE_OPNAMES and isinstance(argval, str):
-        inst.arg = dis.cmp_op.index(argval)
+        # Keep the argument's low bits (3.12+: outcome mask, bool conversion) when it
+        # already names this comparison.
+        if inst.arg is None or dis.cmp_op[inst.arg >> version.COMPARE_ARG_SHIFT] != argval:
+            inst.arg = version.compare_arg(argval)
+
+
+def _forward_conditions_only(instructions: Sequence[Instruction]) -> list[Instruction]:
+    """3.12+: conditional jumps only go forward. One whose target comes at or before it
+    becomes the opposite condition jumping over a ``JUMP_BACKWARD`` to the target, as
+    CPython's own compiler lays such jumps out. The list is returned (new when changed)."""
+    if not version.OPPOSITE_CONDITION:
+        return list(instructions)
+    index = {id(inst): i for i, inst in enumerate(instructions)}
+    out: list[Instruction] = []
+    for i, inst in enumerate(instructions):
+        opposite = version.OPPOSITE_CONDITION.get(inst.opname)
+        target_index = index.get(id(inst.target)) if inst.target is not None else None
+        if opposite is None or target_index is None or target_index > i:
+            out.append(inst)
+            continue
+        jump_back = Instruction("JUMP_BACKWARD", version.OPMAP["JUMP_BACKWARD"], target=inst.target,
+                                positions=inst.positions, starts_line=None,
+                                exn_tab_entry=inst.exn_tab_entry)
+        after = instructions[i + 1] if i + 1 < len(instructions) else None
+        if after is None:
+            raise ValueError(f"{inst!r}: a backward conditional jump cannot end the code")
+        inst.opname, inst.opcode, inst.target = opposite, version.OPMAP[opposite], after
+        out += [inst, jump_back]
+    return out
+
+
+def _location_runs(positions: Sequence[dis.Positions], sizes: Sequence[int]):
+    """``(positions, code units)`` runs for the location table: one per instruction
+    (3.11), or one per run of instructions with the same location (3.12+), as CPython's
+    assembler writes them."""
+    runs: list[list] = []
+    for pos, size in zip(positions, sizes, strict=True):
+        if version.MERGE_EQUAL_LOCATIONS and runs and runs[-1][0] == pos:
+            runs[-1][1] += size
+        else:
+            runs.append([pos, size])
+    return [(pos, size) for pos, size in runs]
 
 
 def _check_adjacent_pairs(instructions: Sequence[Instruction]) -> None:

@@ -79,14 +79,19 @@ def _decode_argval(code: CodeType, opname: str, arg: int | None, offset: int,
         value = code.co_consts[arg]
         return value, _short_repr(value)
     if opname in version.NAME_OPNAMES:
+        shift = version.NAME_ARG_SHIFT.get(opname, 0)
+        name = code.co_names[arg >> shift]
         if opname in version.LOAD_GLOBAL_NULL_BIT_OPNAMES:
-            name = code.co_names[arg >> 1]
             return name, ("NULL + " + name) if arg & version.PUSH_NULL_BIT else name
-        return code.co_names[arg], code.co_names[arg]
+        return name, name
+    if opname in version.PACKED_LOCAL_OPNAMES:
+        pair = (local_names[arg >> 4], local_names[arg & 15])
+        return pair, ", ".join(pair)
     if opname in version.LOCAL_OPNAMES or opname in version.FREE_OPNAMES:
         return local_names[arg], local_names[arg]
     if opname in version.COMPARE_OPNAMES:
-        return dis.cmp_op[arg], dis.cmp_op[arg]
+        op = dis.cmp_op[arg >> version.COMPARE_ARG_SHIFT]
+        return op, op
     if opname in version.JUMP_OPNAMES:
         target = version.jump_target_offset(opname, offset, arg)
         return target, f"to {target}"

@@ -125,6 +125,8 @@ def create_instruction(opname: str, *, arg: int | None = None, argval: Any = UNS
     opname = version.canonical_opname(opname)
     if opname not in version.OPMAP:
         raise ValueError(f"unknown opcode {opname!r}")
+    if version.OPMAP[opname] > 255:
+        raise ValueError(f"{opname} is a pseudo-instruction of the compiler, not bytecode")
     if opname in version.JUMP_OPNAMES and target is None:
         raise ValueError(f"{opname} needs a target instruction")
     return Instruction(opname, version.OPMAP[opname], arg=arg, argval=argval, target=target,
@@ -152,9 +154,31 @@ def create_load_attr(name: str) -> Instruction:
 
 
 def create_load_method(name: str) -> Instruction:
-    """``LOAD_METHOD name``: replaces ``obj`` with ``method, obj`` (or NULL, attr);
-    follow with :func:`create_call` of the explicit argument count."""
+    """Replaces ``obj`` with ``method, obj`` (or NULL, attr; 3.13: attr, NULL): 3.11's
+    ``LOAD_METHOD``, 3.12's ``LOAD_ATTR`` with its method bit. Follow with
+    :func:`create_call` of the explicit argument count."""
+    if version.PY_3_12:
+        return create_instruction("LOAD_ATTR", arg=1, argval=name)
     return create_instruction("LOAD_METHOD", argval=name)
+
+
+def create_load_closure(name: str) -> Instruction:
+    """Pushes the cell of ``name`` (for a closure tuple): 3.11's ``LOAD_CLOSURE``, a
+    ``LOAD_FAST`` of the cell's slot from 3.12 (where ``LOAD_CLOSURE`` is a pseudo-op)."""
+    return create_instruction("LOAD_FAST" if version.PY_3_12 else "LOAD_CLOSURE", argval=name)
+
+
+def create_list_to_tuple() -> list[Instruction]:
+    """Replaces a list on the stack by a tuple: 3.11's ``LIST_TO_TUPLE``, 3.12's
+    ``CALL_INTRINSIC_1 INTRINSIC_LIST_TO_TUPLE``.
+
+    >>> create_list_to_tuple()[0].opname in ("LIST_TO_TUPLE", "CALL_INTRINSIC_1")
+    True
+    """
+    if version.PY_3_12:
+        intrinsic = dis._intrinsic_1_descs.index("INTRINSIC_LIST_TO_TUPLE")  # type: ignore[attr-defined]
+        return [create_instruction("CALL_INTRINSIC_1", arg=intrinsic)]
+    return [create_instruction("LIST_TO_TUPLE")]
 
 
 def create_push_null() -> Instruction:
@@ -162,18 +186,25 @@ def create_push_null() -> Instruction:
 
 
 def create_call(nargs: int, kw_names: tuple[str, ...] = ()) -> list[Instruction]:
-    """The call itself, for a stack of ``NULL|self, callable|method, *args``.
+    """The call itself, for a stack of ``NULL|self, callable|method, *args`` (3.13:
+    ``callable|method, NULL|self, *args``); ``nargs`` counts positional and keyword
+    values, keyword values last, named by ``kw_names``.
 
-    3.11 splits a call in ``PRECALL n`` + ``CALL n`` and passes keyword names with a
-    ``KW_NAMES`` constant just before; ``nargs`` counts positional and keyword values.
+    3.11: ``[KW_NAMES names] PRECALL n CALL n``; 3.12: ``[KW_NAMES names] CALL n``;
+    3.13: ``CALL n``, or ``LOAD_CONST names CALL_KW n``.
 
-    >>> [i.opname for i in create_call(2, kw_names=("dim",))]
-    ['KW_NAMES', 'PRECALL', 'CALL']
+    >>> create_call(2, kw_names=("dim",))[-1].opname in ("CALL", "CALL_KW")
+    True
     """
+    if version.PY_3_13:
+        if kw_names:
+            return [create_load_const(tuple(kw_names)), create_instruction("CALL_KW", arg=nargs)]
+        return [create_instruction("CALL", arg=nargs)]
     insts = []
     if kw_names:
         insts.append(create_instruction("KW_NAMES", argval=tuple(kw_names)))
-    insts.append(create_instruction("PRECALL", arg=nargs))
+    if not version.PY_3_12:
+        insts.append(create_instruction("PRECALL", arg=nargs))
     insts.append(create_instruction("CALL", arg=nargs))
     return insts
 
@@ -181,13 +212,17 @@ def create_call(nargs: int, kw_names: tuple[str, ...] = ()) -> list[Instruction]
 def create_call_function(load_callable: Iterable[Instruction],
                          load_args: Iterable[Iterable[Instruction]],
                          kw_names: tuple[str, ...] = ()) -> list[Instruction]:
-    """``PUSH_NULL``, the callable, each argument, then the call.
+    """``PUSH_NULL`` and the callable (in this version's order), each argument, then
+    the call.
 
-    >>> [i.opname for i in create_call_function([create_load_global("len")],
-    ...                                          [[create_load_const("ab")]])]
-    ['PUSH_NULL', 'LOAD_GLOBAL', 'LOAD_CONST', 'PRECALL', 'CALL']
+    >>> names = [i.opname for i in create_call_function([create_load_global("len")],
+    ...                                                  [[create_load_const("ab")]])]
+    >>> names[:2] == (["LOAD_GLOBAL", "PUSH_NULL"] if version.PY_3_13 else ["PUSH_NULL", "LOAD_GLOBAL"])
+    True
     """
-    insts = [create_push_null(), *load_callable]
+    callable_and_null = [*load_callable, create_push_null()] if version.PY_3_13 \
+        else [create_push_null(), *load_callable]
+    insts = list(callable_and_null)
     nargs = 0
     for arg in load_args:
         insts.extend(arg)

@@ -7,8 +7,8 @@ the package. Opcode numbers always come from :mod:`dis` / :mod:`opcode`.
 
 >>> OPMAP["LOAD_FAST"] == dis.opmap["LOAD_FAST"]
 True
->>> cache_entries("LOAD_GLOBAL")
-5
+>>> cache_entries("LOAD_GLOBAL") == {(3, 11): 5, (3, 12): 4, (3, 13): 4}[PY_VERSION]
+True
 """
 from __future__ import annotations
 
@@ -19,9 +19,9 @@ import sys
 from types import CodeType
 
 PY_VERSION = sys.version_info[:2]
-if PY_VERSION != (3, 11):
+if PY_VERSION not in ((3, 11), (3, 12), (3, 13)):
     raise ImportError(
-        f"fastdynamo.bytecode supports CPython 3.11; this is {PY_VERSION[0]}.{PY_VERSION[1]}"
+        f"fastdynamo.bytecode supports CPython 3.11, 3.12 and 3.13; this is {PY_VERSION[0]}.{PY_VERSION[1]}"
     )
 
 OPMAP: dict[str, int] = dict(dis.opmap)
@@ -40,36 +40,91 @@ LOCAL_OPNAMES: frozenset[str] = frozenset(OPNAME[op] for op in dis.haslocal)
 FREE_OPNAMES: frozenset[str] = frozenset(OPNAME[op] for op in dis.hasfree)
 COMPARE_OPNAMES: frozenset[str] = frozenset(OPNAME[op] for op in dis.hascompare)
 
+PY_3_12 = PY_VERSION >= (3, 12)
+PY_3_13 = PY_VERSION >= (3, 13)
+
 UNCONDITIONAL_JUMP_OPNAMES = frozenset(
     {"JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT"})
 # Instructions after which control never falls through to the next instruction.
-TERMINATOR_OPNAMES = UNCONDITIONAL_JUMP_OPNAMES | {"RETURN_VALUE", "RAISE_VARARGS", "RERAISE"}
+TERMINATOR_OPNAMES = UNCONDITIONAL_JUMP_OPNAMES | {"RETURN_VALUE", "RAISE_VARARGS", "RERAISE"} \
+    | ({"RETURN_CONST"} if PY_3_12 else set())
 
 # Jumps whose direction is chosen at assembly: a forward opcode whose target ends up
-# before it is flipped to its backward twin and vice versa. Generic names (as used
-# by 3.12+) map to the forward opcode, so callers can write version-neutral code.
-_DIRECTION_TWINS = {
-    "JUMP_FORWARD": "JUMP_BACKWARD",
-    "POP_JUMP_FORWARD_IF_FALSE": "POP_JUMP_BACKWARD_IF_FALSE",
-    "POP_JUMP_FORWARD_IF_TRUE": "POP_JUMP_BACKWARD_IF_TRUE",
-    "POP_JUMP_FORWARD_IF_NONE": "POP_JUMP_BACKWARD_IF_NONE",
-    "POP_JUMP_FORWARD_IF_NOT_NONE": "POP_JUMP_BACKWARD_IF_NOT_NONE",
-}
-GENERIC_JUMP_NAMES = {
-    "JUMP": "JUMP_FORWARD",
-    "POP_JUMP_IF_FALSE": "POP_JUMP_FORWARD_IF_FALSE",
-    "POP_JUMP_IF_TRUE": "POP_JUMP_FORWARD_IF_TRUE",
-    "POP_JUMP_IF_NONE": "POP_JUMP_FORWARD_IF_NONE",
-    "POP_JUMP_IF_NOT_NONE": "POP_JUMP_FORWARD_IF_NOT_NONE",
-}
+# before it is flipped to its backward twin and vice versa. Generic names map to the
+# forward opcode, so callers can write version-neutral code. From 3.12 on conditional
+# jumps go forward only, under the generic names themselves; a backward one is laid out
+# as the opposite condition jumping over a JUMP_BACKWARD (see `assemble`).
+if PY_3_12:
+    _DIRECTION_TWINS = {"JUMP_FORWARD": "JUMP_BACKWARD"}
+    GENERIC_JUMP_NAMES = {"JUMP": "JUMP_FORWARD"}
+else:
+    _DIRECTION_TWINS = {
+        "JUMP_FORWARD": "JUMP_BACKWARD",
+        "POP_JUMP_FORWARD_IF_FALSE": "POP_JUMP_BACKWARD_IF_FALSE",
+        "POP_JUMP_FORWARD_IF_TRUE": "POP_JUMP_BACKWARD_IF_TRUE",
+        "POP_JUMP_FORWARD_IF_NONE": "POP_JUMP_BACKWARD_IF_NONE",
+        "POP_JUMP_FORWARD_IF_NOT_NONE": "POP_JUMP_BACKWARD_IF_NOT_NONE",
+    }
+    GENERIC_JUMP_NAMES = {
+        "JUMP": "JUMP_FORWARD",
+        "POP_JUMP_IF_FALSE": "POP_JUMP_FORWARD_IF_FALSE",
+        "POP_JUMP_IF_TRUE": "POP_JUMP_FORWARD_IF_TRUE",
+        "POP_JUMP_IF_NONE": "POP_JUMP_FORWARD_IF_NONE",
+        "POP_JUMP_IF_NOT_NONE": "POP_JUMP_FORWARD_IF_NOT_NONE",
+    }
 _FLIP = {**_DIRECTION_TWINS, **{b: f for f, b in _DIRECTION_TWINS.items()}}
+# 3.12+: the condition that jumps when ``name`` falls through (for backward conditions).
+OPPOSITE_CONDITION = {
+    "POP_JUMP_IF_FALSE": "POP_JUMP_IF_TRUE", "POP_JUMP_IF_TRUE": "POP_JUMP_IF_FALSE",
+    "POP_JUMP_IF_NONE": "POP_JUMP_IF_NOT_NONE", "POP_JUMP_IF_NOT_NONE": "POP_JUMP_IF_NONE",
+} if PY_3_12 else {}
 
-# Pairs that must be adjacent: 3.11's specialised PRECALL forms (e.g. list.append)
+# Pairs that must be adjacent. 3.11: specialised PRECALL forms (e.g. list.append)
 # finish the call themselves and skip over the CALL that must follow directly.
-MUST_BE_FOLLOWED_BY = {"PRECALL": "CALL"}
+# 3.12: KW_NAMES hands its names to the next CALL. 3.13: an exhausted FOR_ITER jumps
+# past its END_FOR *and* the POP_TOP that follows it.
+MUST_BE_FOLLOWED_BY = (
+    {"END_FOR": "POP_TOP"} if PY_3_13
+    else {"KW_NAMES": "CALL"} if PY_3_12
+    else {"PRECALL": "CALL"}
+)
 
 # LOAD_GLOBAL's low argument bit asks it to push NULL before the value (3.11+).
 LOAD_GLOBAL_NULL_BIT_OPNAMES = frozenset({"LOAD_GLOBAL"})
+# Name opcodes whose argument is ``name index << shift | flags``: LOAD_GLOBAL's NULL bit;
+# from 3.12 LOAD_ATTR's method bit (push method and self, or NULL and the attribute) and
+# LOAD_SUPER_ATTR's method and two-argument bits.
+NAME_ARG_SHIFT: dict[str, int] = (
+    {"LOAD_GLOBAL": 1, "LOAD_ATTR": 1, "LOAD_SUPER_ATTR": 2} if PY_3_12 else {"LOAD_GLOBAL": 1})
+# COMPARE_OP's argument: ``cmp_op index << shift | mask``; from 3.12 the low bits are the
+# comparison's outcome mask (3.13 adds bit 4: convert the result to bool).
+COMPARE_ARG_SHIFT = 5 if PY_3_13 else 4 if PY_3_12 else 0
+_COMPARE_MASKS = {"<": 2, ">": 4, "==": 8, "!=": 6, "<=": 10, ">=": 12}
+# 3.13: two locals in one argument, ``first << 4 | second`` (argval: a pair of names).
+PACKED_LOCAL_OPNAMES = frozenset(
+    {"LOAD_FAST_LOAD_FAST", "STORE_FAST_LOAD_FAST", "STORE_FAST_STORE_FAST"} if PY_3_13 else ())
+# Location entries: 3.11 writes one per instruction; 3.12+ one per run of instructions
+# with the same location.
+MERGE_EQUAL_LOCATIONS = PY_3_12
+
+
+# Stack slots an instruction uses above its entry depth beyond what its effect shows, as
+# CPython counts them: 3.13 sizes the stack before it fuses LOAD_CONST + RETURN_VALUE
+# into RETURN_CONST, so that one still counts its constant.
+TRANSIENT_STACK: dict[str, int] = {"RETURN_CONST": 1} if PY_3_13 else {}
+# 3.13's code objects record a stack size of at least 1.
+MIN_STACKSIZE = 1 if PY_3_13 else 0
+
+
+def compare_arg(op: str) -> int:
+    """COMPARE_OP's argument for comparison ``op`` as this version's compiler writes it.
+
+    >>> dis.cmp_op[compare_arg("<") >> COMPARE_ARG_SHIFT]
+    '<'
+    """
+    index = dis.cmp_op.index(op)
+    return index if COMPARE_ARG_SHIFT == 0 else (index << COMPARE_ARG_SHIFT) | _COMPARE_MASKS[op]
+
 
 # Code flags (``inspect.CO_*``), named once here.
 CO_OPTIMIZED: int = inspect.CO_OPTIMIZED
@@ -104,8 +159,10 @@ GENERIC_OPNAMES: dict[str, str] = {
     "JUMP_FORWARD": "JUMP",
     "JUMP_BACKWARD": "JUMP",
     "JUMP_BACKWARD_NO_INTERRUPT": "JUMP",
-    **{name: name.replace("_FORWARD", "").replace("_BACKWARD", "")
-       for name in OPMAP if name.startswith("POP_JUMP_")},
+    # every version's spelling (3.11's directions, 3.12's forward-only names)
+    **{f"POP_JUMP_{direction}IF_{condition}": f"POP_JUMP_IF_{condition}"
+       for direction in ("FORWARD_", "BACKWARD_", "")
+       for condition in ("TRUE", "FALSE", "NONE", "NOT_NONE")},
 }
 
 
@@ -130,7 +187,11 @@ def binary_op_symbol(arg: int) -> str:
 
 def cache_entries(opname: str) -> int:
     """Number of inline CACHE code units that follow ``opname`` in ``co_code``."""
-    return opcode._inline_cache_entries[OPMAP[opname]]  # type: ignore[attr-defined]
+    # A list by opcode before 3.13, a dict by name after.
+    entries = opcode._inline_cache_entries  # type: ignore[attr-defined]
+    if isinstance(entries, dict):
+        return entries.get(opname, 0)
+    return entries[OPMAP[opname]]
 
 
 def canonical_opname(opname: str) -> str:
@@ -185,6 +246,31 @@ def localsplus_names_from(varnames, cellvars, freevars) -> tuple[str, ...]:
     return tuple(names)
 
 
+# What each fast-local opcode does to the locals it names, in order (3.13's paired forms
+# name two). LOAD_FAST_AND_CLEAR (3.12+, around inlined comprehensions) reads a local
+# that may be unset and leaves it unset; its STORE_FAST restores it afterwards.
+_LOCAL_EFFECTS: dict[str, tuple[str, ...]] = {
+    "LOAD_FAST": ("read",), "LOAD_FAST_CHECK": ("read",), "STORE_FAST": ("bind",),
+    "DELETE_FAST": ("read", "unbind"), "LOAD_FAST_AND_CLEAR": ("read", "unbind"),
+    "LOAD_FAST_LOAD_FAST": ("read", "read"), "STORE_FAST_STORE_FAST": ("bind", "bind"),
+    "STORE_FAST_LOAD_FAST": ("bind", "read"),
+}
+
+
+def local_effects(inst) -> tuple[tuple[str, str], ...]:
+    """``(effect, name)`` pairs, in order, of what ``inst`` does to fast locals: effect
+    is ``"read"``, ``"bind"`` or ``"unbind"``.
+
+    >>> local_effects(type("I", (), {"opname": "DELETE_FAST", "argval": "x"})())
+    (('read', 'x'), ('unbind', 'x'))
+    """
+    effects = _LOCAL_EFFECTS.get(inst.opname)
+    if effects is None:
+        return ()
+    names = inst.argval if inst.opname in PACKED_LOCAL_OPNAMES else (inst.argval,) * len(effects)
+    return tuple(zip(effects, names, strict=True))
+
+
 def stack_effect(opname: str, arg: int | None, *, jump: bool) -> int:
     """Stack effect of one instruction, from :func:`dis.stack_effect`.
 
@@ -234,9 +320,10 @@ def values_pushed(inst) -> int:
 
 
 def nulls_pushed(inst) -> frozenset[int]:
-    """Which of the values ``inst`` pushes are NULL (counted from the lowest)."""
+    """Which of the values ``inst`` pushes are NULL (counted from the lowest): LOAD_GLOBAL's
+    NULL goes below the global, from 3.13 above it."""
     if inst.opname == "LOAD_GLOBAL" and inst.arg & 1:
-        return frozenset({0})
+        return frozenset({1 if PY_3_13 else 0})
     return frozenset()
 
 
@@ -244,7 +331,7 @@ def values_consumed(inst) -> int:
     """Values ``inst`` pops when it falls through (``CALL`` with its ``PRECALL``)."""
     if inst.opname in ("JUMP_IF_TRUE_OR_POP", "JUMP_IF_FALSE_OR_POP"):
         return 1
-    if inst.opname == "CALL":  # dis counts the arguments against PRECALL
+    if inst.opname == "CALL" and not PY_3_12:  # 3.11's dis counts the arguments against PRECALL
         return inst.arg + 2
     opcode = OPMAP[inst.opname]
     effect = dis.stack_effect(opcode, inst.arg, jump=False) if opcode >= HAVE_ARGUMENT \

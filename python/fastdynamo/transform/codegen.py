@@ -37,6 +37,7 @@ from ..bytecode import (
     create_call,
     create_instruction,
     create_load_attr,
+    create_load_closure,
     create_load_const,
     create_load_global,
     create_push_null,
@@ -194,7 +195,7 @@ class _Emitter:
                 *create_call(len(values), names)]
 
     def frame_cell(self, plan: FrameCell) -> list[Instruction]:
-        return [create_instruction("LOAD_CLOSURE", argval=plan.name)]
+        return [create_load_closure(plan.name)]
 
     def shared(self, plan: Shared) -> list[Instruction]:
         local = self.shared_locals.get(plan.key)

@@ -31,6 +31,8 @@ from ..bytecode import (
     create_call,
     create_instruction,
     create_jump,
+    create_list_to_tuple,
+    create_load_closure,
     create_load_const,
     create_push_null,
     varargs_name,
@@ -74,7 +76,7 @@ def make_function(code: CodeType) -> list[Instruction]:
     variables, the frame's cells of the same names."""
     if not code.co_freevars:
         return [create_load_const(code), create_instruction("MAKE_FUNCTION", arg=0)]
-    cells = [create_instruction("LOAD_CLOSURE", argval=name) for name in code.co_freevars]
+    cells = [create_load_closure(name) for name in code.co_freevars]
     return [*cells, create_instruction("BUILD_TUPLE", arg=len(cells)), create_load_const(code),
             create_instruction("MAKE_FUNCTION", arg=version.MAKE_FUNCTION_CLOSURE)]
 
@@ -91,7 +93,7 @@ def _arguments(original: CodeType, load: Callable[[str], list[Instruction]]) -> 
     out.append(create_instruction("BUILD_LIST", arg=n_pos))
     if varargs:
         out += load(varargs) + [create_instruction("LIST_EXTEND", arg=1)]
-    out.append(create_instruction("LIST_TO_TUPLE"))
+    out += create_list_to_tuple()
     for name in names[n_pos:n_pos + n_kw]:
         out += [create_load_const(name), *load(name)]
     out.append(create_instruction("BUILD_MAP", arg=n_kw))

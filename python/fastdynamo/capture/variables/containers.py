@@ -134,6 +134,13 @@ class TupleVariable(BaseSequenceVariable):
             return self.items[list(fields).index(name)]
         if name in ("index", "count"):
             return method_of(self, name)
+        own_fields = getattr(self.tuple_type, "_fields", None)
+        if own_fields is not None:
+            from .namedtuples import namedtuple_attribute
+
+            found = namedtuple_attribute(tx, self, tuple(own_fields), name)
+            if found is not None:
+                return found
         raise unsupported(f"attribute {name!r} of a {self.tuple_type.__name__}")
 
     def describe(self) -> str:

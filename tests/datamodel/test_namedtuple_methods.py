@@ -1,0 +1,53 @@
+"""Namedtuple attributes beyond fields: ``_fields``, ``_replace``, ``_asdict`` and a
+``typing.NamedTuple``'s own methods and properties, in one graph with eager's results."""
+from __future__ import annotations
+
+import collections
+import typing
+
+import pytest
+import torch
+
+import fastdynamo
+
+Point = collections.namedtuple("Point", "x y")
+
+
+class Pair(typing.NamedTuple):
+    left: typing.Any
+    right: typing.Any
+
+    def total(self, scale=1.0):
+        return (self.left + self.right) * scale
+
+    @property
+    def gap(self):
+        return self.left - self.right
+
+
+def uses_namedtuples(x, p):
+    q = Point(x, x * 2)._replace(y=x + 1)
+    d = q._asdict()
+    pair = Pair(x, p.right)
+    return q, d, list(d), Point._fields, pair.total(2.0), pair.gap, p.total()
+
+
+def test_namedtuple_methods_in_one_graph():
+    x, arg = torch.arange(3.0), Pair(torch.ones(3), torch.full((3,), 2.0))
+    expected = uses_namedtuples(x, arg)
+    actual = fastdynamo.compile(uses_namedtuples, backend="eager", fullgraph=True)(x, arg)
+    assert type(actual[0]) is Point and all(torch.equal(a, e) for a, e in zip(actual[0], expected[0]))
+    assert type(actual[1]) is dict and list(actual[1]) == list(expected[1])
+    assert actual[2:4] == expected[2:4]
+    assert all(torch.equal(a, e) for a, e in zip(actual[4:], expected[4:]))
+    fastdynamo.reset()
+    report = fastdynamo.explain(uses_namedtuples, backend="eager")(x, arg)
+    assert (report.graph_count, report.graph_break_count) == (1, 0)
+
+
+def test_replace_with_an_unknown_field_raises_eagers_error():
+    def f(x):
+        return Point(x, x)._replace(z=1)
+
+    with pytest.raises(ValueError, match="unexpected field"):
+        fastdynamo.compile(f, backend="eager")(torch.ones(2))
