@@ -297,7 +297,7 @@ impl Dispatcher {
             }
         }
         bump(&self.code_calls);
-        self.with_callback(py, || CacheEntry::run(&entry, input))
+        self.with_callback(py, || CacheEntry::run(entry, input))
     }
 
     /// Runs `work` with this dispatcher's callback set on the thread, restoring the prior one.

@@ -116,7 +116,7 @@ pub fn thread_is_tracing(_py: Python<'_>) -> bool {
     unsafe { fd_thread_is_tracing(pyo3::ffi::PyThreadState_Get()) != 0 }
 }
 
-/// Whether no evaluator but CPython's and ours is in the chain: then no other PEP 523
+/// Whether the chain holds no evaluator but the interpreter's and ours: then no other PEP 523
 /// compiler (torch.compile) can be intercepting frames on any thread. A cheap test that
 /// lets a caller skip asking that compiler for its per-thread state.
 pub fn no_other_evaluator(py: Python<'_>) -> bool {
