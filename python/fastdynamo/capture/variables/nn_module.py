@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from ...exc import unsupported
-from ...guards import len_is
+from ...guards import id_is, len_is
 from ...guards.sources import AttrSource, ItemSource, TypeSource
 from .attributes import (
     MISSING,
@@ -29,7 +29,7 @@ from .attributes import (
 )
 from .base import VariableTracker
 from .constant import ConstantVariable
-from .misc import _lookup_class
+from .misc import ClassVariable, _lookup_class
 
 
 class NNModuleVariable(VariableTracker):
@@ -76,6 +76,12 @@ class NNModuleVariable(VariableTracker):
         if class_attr is not MISSING and is_data_descriptor(class_attr):
             if isinstance(class_attr, property):
                 return property_get(tx, self, cls, name, class_attr, class_source)
+            if name == "__class__" and class_attr is object.__dict__["__class__"]:
+                # The module is guarded by identity, its class is not: `m.__class__ = X`
+                # must recompile.
+                if class_source is not None:
+                    tx.output.add_guard(class_source, id_is(cls))
+                return ClassVariable(cls, class_source)
             raise unsupported(f"attribute {cls.__qualname__}.{name} of kind {type(class_attr).__name__}")
         if name in module.__dict__:
             return wrap_value(tx, module.__dict__[name], self._child_source(name))
