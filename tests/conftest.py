@@ -7,10 +7,10 @@ extension loaded) is set by the repository's root ``conftest.py``.
 from __future__ import annotations
 
 import os
-import site
 from pathlib import Path
 from typing import Iterator
 
+import child_python
 import pytest
 import torch
 from hypothesis import HealthCheck, settings
@@ -26,11 +26,6 @@ settings.register_profile("long", max_examples=3000, deadline=None,
 settings.register_profile("versions", max_examples=40, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("ci")
-
-# The directory holding the fastdynamo under test: python/ (in place, PYTHONPATH=python) or
-# site-packages (installed).
-PACKAGE_PARENT = Path(fastdynamo.__file__).resolve().parents[1]
-
 
 class FreshCache:
     """What :func:`fresh_cache` gives a test: ``disk()`` points ``FASTDYNAMO_CACHE_DIR``
@@ -61,17 +56,6 @@ def fresh_cache(monkeypatch: pytest.MonkeyPatch,
     logs.set_logs("")
 
 
-def _python_path() -> str:
-    """PYTHONPATH for a child that imports the fastdynamo under test: the in-place
-    package's parent first; nothing added for an installed one (site-packages is on the
-    child's path already, and must not move ahead of the standard library)."""
-    inherited = os.environ.get("PYTHONPATH", "")
-    installed = {Path(p).resolve() for p in [*site.getsitepackages(), site.getusersitepackages()]}
-    if PACKAGE_PARENT in installed:
-        return inherited
-    return os.pathsep.join(p for p in (str(PACKAGE_PARENT), inherited) if p)
-
-
 @pytest.fixture
 def subprocess_env(tmp_path: Path):
     """Build the environment for a child Python process (``subprocess.run([sys.executable,
@@ -84,7 +68,7 @@ def subprocess_env(tmp_path: Path):
         if interpreter:
             env.update(TRITON_INTERPRET="1", FASTDYNAMO_TRITON_STRICT="1")
         env["FASTDYNAMO_CACHE_DIR"] = str(cache_dir if cache_dir is not None else tmp_path)
-        python_path = _python_path()
+        python_path = child_python.python_path()
         if python_path:
             env["PYTHONPATH"] = python_path
         else:
