@@ -37,7 +37,6 @@ from .translator import (
     InstructionTranslator,
     LazyArgument,
     StopTranslation,
-    decoded_instructions,
 )
 from .variables.functions import CellVariable
 
@@ -159,5 +158,5 @@ class _Run:
         return Broken(reason, graph, state)
 
 
-__all__ = ["Broken", "Captured", "FullGraphError", "SUPPORTED_OPCODES", "Unsupported",
-           "decoded_instructions", "translate", "translate_to_break"]
+__all__ = ["Broken", "Captured", "FullGraphError", "SUPPORTED_OPCODES", "Unsupported", "translate",
+           "translate_to_break"]

@@ -77,19 +77,18 @@ def user_method(tx, value: VariableTracker, name: str) -> tuple[Any, Source | No
     owner = _owner_class(value)
     if owner is None:
         return None
+    from .variables.attributes import MISSING, own_class_attribute
+
     cls, class_source, base = owner
-    for klass in cls.__mro__:
-        if klass is base:
-            return None
-        if name in klass.__dict__:
-            found = klass.__dict__[name]
-            if not isinstance(found, types.FunctionType):
-                raise unsupported(f"{klass.__qualname__}.{name} of kind {type(found).__name__}")
-            source = AttrSource(class_source, name) if class_source is not None else None
-            if source is not None and tx is not None:
-                tx.output.add_guard(source, id_is(found))
-            return found, source
-    return None
+    found = own_class_attribute(cls, name, base)
+    if found is MISSING:
+        return None
+    if not isinstance(found, types.FunctionType):
+        raise unsupported(f"{cls.__qualname__}.{name} of kind {type(found).__name__}")
+    source = AttrSource(class_source, name) if class_source is not None else None
+    if source is not None and tx is not None:
+        tx.output.add_guard(source, id_is(found))
+    return found, source
 
 
 def call_special(tx, value: VariableTracker, name: str, args: list, kwargs: dict) -> VariableTracker:

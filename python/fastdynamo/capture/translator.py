@@ -195,11 +195,6 @@ def _decoded(code: CodeType) -> tuple[list[Instruction], dict[int, int]]:
     return found
 
 
-def decoded_instructions(code: CodeType) -> list[Instruction]:
-    """The instructions the translator indexes (``Unsupported.root_index``, ``stop``)."""
-    return _decoded(code)[0]
-
-
 def _collect_handlers() -> dict[str, Any]:
     """Real opname -> handler (a jump's handler is named after its generic name)."""
     handlers = {}

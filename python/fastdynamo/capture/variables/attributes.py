@@ -40,6 +40,17 @@ def type_lookup(cls: type, name: str) -> Any:
     return MISSING
 
 
+def own_class_attribute(cls: type, name: str, base: type) -> Any:
+    """``name`` on the classes of ``cls``'s MRO that come before the built-in ``base``
+    (``tuple``, ``object``): what the user's classes define, or MISSING."""
+    for klass in cls.__mro__:
+        if klass is base:
+            return MISSING
+        if name in klass.__dict__:
+            return klass.__dict__[name]
+    return MISSING
+
+
 def is_data_descriptor(value: Any) -> bool:
     """A class attribute that wins over the instance dict (it defines ``__set__`` or
     ``__delete__``: property, slot member, ``__dict__``/``__class__`` getset)."""

@@ -12,7 +12,7 @@ import types
 
 from ...exc import unsupported
 from ...guards import id_is
-from .attributes import MISSING, method_source
+from .attributes import MISSING, method_source, own_class_attribute
 from .base import VariableTracker
 from .constant import wrap_constant_result
 
@@ -31,7 +31,7 @@ def namedtuple_attribute(tx, value, fields: tuple[str, ...], name: str) -> Varia
     if name == "_asdict":
         return ModelledCallVariable(lambda tx, args, kwargs: _asdict(value, fields, args, kwargs),
                                     f"{cls.__name__}._asdict")
-    found = _own_attribute(cls, name)
+    found = own_class_attribute(cls, name, tuple)
     if isinstance(found, types.FunctionType):
         return _bound(tx, value, name, found)
     if isinstance(found, property) and isinstance(found.fget, types.FunctionType):
@@ -39,16 +39,6 @@ def namedtuple_attribute(tx, value, fields: tuple[str, ...], name: str) -> Varia
     if found is not MISSING:
         raise unsupported(f"{cls.__qualname__}.{name} of kind {type(found).__name__}")
     return None
-
-
-def _own_attribute(cls: type, name: str):
-    """``name`` on the classes above ``tuple`` in ``cls``'s MRO (the user's)."""
-    for klass in cls.__mro__:
-        if klass is tuple:
-            return MISSING
-        if name in klass.__dict__:
-            return klass.__dict__[name]
-    return MISSING
 
 
 def _bound(tx, value, name: str, fn: types.FunctionType) -> VariableTracker:
