@@ -3,6 +3,18 @@
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::ffi::CString;
+use std::sync::{Mutex, MutexGuard};
+
+/// The callback and the evaluator are process-wide and cargo runs tests on several
+/// threads: a test that installs a callback holds this for its whole run, or another
+/// test's `set_callback(None)` lands between its calls (seen on CPython 3.12 in CI).
+static PROCESS_WIDE_HOOK: Mutex<()> = Mutex::new(());
+
+/// Taken before attaching to the interpreter, never while attached, so that a waiting
+/// thread does not hold the GIL.
+fn hook_lock() -> MutexGuard<'static, ()> {
+    PROCESS_WIDE_HOOK.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 
 /// Runs `code` with the module importable as `native`, returning the `result` variable.
 fn run_with_module(code: &str) -> String {
@@ -19,6 +31,7 @@ fn run_with_module(code: &str) -> String {
 
 #[test]
 fn hook_compiles_on_miss_then_hits() {
+    let _serial = hook_lock();
     let result = run_with_module(
         r#"
 def f(x):
@@ -55,6 +68,7 @@ result = (guards.failure_reason(native.Frame(code, [8], {})), guards.failure_rea
 
 #[test]
 fn non_callable_callback_is_a_type_error() {
+    let _serial = hook_lock();
     let result = run_with_module(
         r"
 try:
@@ -98,6 +112,7 @@ result = (values, [name for name in seen if name in ("f", "g")], native.get_code
 /// One test, not two: the in-place read is process-wide and cargo runs tests in parallel.
 #[test]
 fn code_extra_read_in_place_and_through_cpython_decide_alike() {
+    let _serial = hook_lock();
     // Module registration runs the probe; the layout of every supported CPython (3.11-3.13) must pass it.
     run_with_module("result = 0");
     assert!(crate::ffi::code_extra::direct_read_enabled());
