@@ -1,5 +1,7 @@
 """The real models of issue #12, each built from a tiny config with random weights (no
 downloads): what the model tests (tests/models/) and ``benches/models.py`` compile.
+Dropout is configured off so that a training step is deterministic (mobilenet's
+``nn.Dropout`` modules are set to ``p=0`` by the training test).
 
 Each :class:`ModelCase` builds a fresh model and inputs from a fixed seed, so that two
 builds (one eager, one compiled) start from equal weights.
@@ -31,7 +33,8 @@ def _seeded(make: Callable[[], tuple[torch.nn.Module, tuple[Any, ...]]]):
 
 def _gpt2():
     from transformers import GPT2Config, GPT2LMHeadModel
-    config = GPT2Config(vocab_size=96, n_positions=32, n_embd=32, n_layer=2, n_head=2)
+    config = GPT2Config(vocab_size=96, n_positions=32, n_embd=32, n_layer=2, n_head=2,
+                        resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
     model = GPT2LMHeadModel(config).eval()
     return model, (torch.randint(0, 96, (2, 8)),)
 
@@ -39,7 +42,8 @@ def _gpt2():
 def _bert():
     from transformers import BertConfig, BertModel
     config = BertConfig(vocab_size=96, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=32)
+                        intermediate_size=64, max_position_embeddings=32,
+                        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
     model = BertModel(config).eval()
     return model, (torch.randint(0, 96, (2, 8)),)
 
@@ -47,7 +51,7 @@ def _bert():
 def _t5():
     from transformers import T5Config, T5ForConditionalGeneration
     config = T5Config(vocab_size=96, d_model=32, d_kv=8, d_ff=64, num_layers=2, num_heads=2,
-                      decoder_start_token_id=0)
+                      decoder_start_token_id=0, dropout_rate=0.0)
     model = T5ForConditionalGeneration(config).eval()
     return model, (torch.randint(0, 96, (2, 8)), None, torch.randint(0, 96, (2, 6)))
 
@@ -67,7 +71,8 @@ def _mobilenet():
 
 
 def _transformer_encoder():
-    layer = torch.nn.TransformerEncoderLayer(d_model=32, nhead=2, dim_feedforward=64, batch_first=True)
+    layer = torch.nn.TransformerEncoderLayer(d_model=32, nhead=2, dim_feedforward=64, dropout=0.0,
+                                             batch_first=True)
     model = torch.nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False).eval()
     return model, (torch.randn(2, 8, 32),)
 
