@@ -24,9 +24,9 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 import torch._dynamo  # noqa: E402  (the system compared against)
+from tests.models.zoo import CASES, ModelCase  # noqa: E402
 
 import fastdynamo  # noqa: E402
-from tests.models.zoo import CASES, ModelCase  # noqa: E402
 
 clock = time.perf_counter
 

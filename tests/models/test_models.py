@@ -36,7 +36,7 @@ def _assert_same_output(compiled: Any, eager: Any) -> None:
         assert list(compiled.keys()) == list(eager.keys())
     flat_compiled, flat_eager = _flat(compiled), _flat(eager)
     assert len(flat_compiled) == len(flat_eager)
-    for got, want in zip(flat_compiled, flat_eager):
+    for got, want in zip(flat_compiled, flat_eager, strict=True):
         torch.testing.assert_close(got, want)
 
 
@@ -81,11 +81,11 @@ def test_training_step_matches_eager(case: ModelCase) -> None:
     compiled = fastdynamo.compile(model, backend="eager", fullgraph=True)
     optimizers = [torch.optim.SGD(m.parameters(), lr=0.1) for m in (eager_model, model)]
     for _ in range(2):
-        for step_model, optimizer in zip((eager_model, compiled), optimizers):
+        for step_model, optimizer in zip((eager_model, compiled), optimizers, strict=True):
             optimizer.zero_grad()
             case.loss(step_model(*args)).backward()
             optimizer.step()
-        for (name, want), got in zip(eager_model.named_parameters(), model.parameters()):
+        for (name, want), got in zip(eager_model.named_parameters(), model.parameters(), strict=True):
             torch.testing.assert_close(got.grad, want.grad, msg=f"gradient of {name}")
             torch.testing.assert_close(got, want, msg=f"parameter {name}")
     assert _graph_count(model, args) == (1, 0)
