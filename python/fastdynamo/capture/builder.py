@@ -17,6 +17,7 @@ the code, a member of torch or math) and not guarded.
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import enum
 import functools
 import math
@@ -240,7 +241,8 @@ def wrap_value(tx, value: Any, source: Source | None) -> VariableTracker:
         raise unsupported(f"C function {getattr(value, '__qualname__', value)!r}")
     if isinstance(value, type):
         guard(id_is(value))
-        if value in (torch.no_grad, torch.enable_grad, torch.set_grad_enabled, torch.Size, torch.device):
+        if value in (torch.no_grad, torch.enable_grad, torch.set_grad_enabled, torch.Size, torch.device,
+                     torch.finfo, torch.iinfo):  # finfo(dtype) of a constant dtype: a constant
             return TorchFunctionVariable(value, source)
         return ClassVariable(value, source)
     if value is math.inf or value is operator:
@@ -252,7 +254,7 @@ def wrap_value(tx, value: Any, source: Source | None) -> VariableTracker:
         raise unsupported(f"callable of type {type(value).__qualname__}")
     if source is None:
         raise unsupported(f"object of type {type(value).__qualname__} without a source")
-    if _in_function_constants(source):
+    if _in_function_constants(source) or type(value) in _SENTINEL_TYPES:
         # a default or closure constant of a function (sentinels such as dataclasses'
         # _HAS_DEFAULT_FACTORY): pinned, so ``is`` between two paths to it is decidable
         guard(id_is(value))
@@ -261,6 +263,12 @@ def wrap_value(tx, value: Any, source: Source | None) -> VariableTracker:
         return _tracked(tx, value, sentinel, pinned=True)
     guard(type_is(type(value)))
     return _tracked(tx, value, UserObjectVariable(value, source))
+
+
+# Marker objects of the standard library that code compares with ``is`` (dataclasses'
+# field kinds: ``f._field_type is _FIELD`` in ``dataclasses.fields``): pinned by identity.
+_SENTINEL_TYPES = tuple(getattr(dataclasses, name) for name in (
+    "_FIELD_BASE", "_MISSING_TYPE", "_HAS_DEFAULT_FACTORY_CLASS", "_KW_ONLY_TYPE") if hasattr(dataclasses, name))
 
 
 def _in_function_constants(source: Source | None) -> bool:

@@ -65,7 +65,7 @@ def _owner_class(value: VariableTracker) -> tuple[type, Source | None, type] | N
     if isinstance(value, UserObjectVariable):
         return type(value.value), TypeSource(value.source) if value.source is not None else None, object
     if isinstance(value, NewObjectVariable):
-        return value.cls, value.class_source, object
+        return value.cls, value.class_source, getattr(value, "base", object)  # dict subclasses: dict's
     return None
 
 

@@ -176,6 +176,8 @@ def contains_op(tx, item: VariableTracker, container: VariableTracker) -> bool:
 
     if isinstance(container, DictVariable):
         return item.as_python_constant() in container.items
+    if hasattr(container, "contains_item"):  # a dict subclass made by the frame
+        return container.contains_item(tx, item)
     if isinstance(container, DictViewVariable):
         return container.contains(tx, item)
     if isinstance(container, EnvironVariable):
