@@ -7,6 +7,7 @@ allowed; a wrong value, side effect or exception is not. ``--hypothesis-profile=
 runs thousands."""
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 import textwrap
@@ -86,6 +87,38 @@ class Net(torch.nn.Module):
         return super().__call__(t) * 2
 
 
+@dataclasses.dataclass
+class Record(collections.OrderedDict):
+    """A small Hugging Face ``ModelOutput``: fields mirrored into the dict when set."""
+
+    first: torch.Tensor | None = None
+    hidden: torch.Tensor | None = None
+
+    def __post_init__(self):
+        for field in dataclasses.fields(self):
+            if self.__dict__.get(field.name) is not None:
+                self[field.name] = self.__dict__[field.name]
+
+    def __setattr__(self, name, value):
+        if name in {f.name for f in dataclasses.fields(self)} and value is not None:
+            super().__setitem__(name, value)
+        super().__setattr__(name, value)
+
+    def __setitem__(self, key, value):
+        super().__setitem__(key, value)
+        super().__setattr__(key, value)
+
+    def __getitem__(self, k):
+        return dict(self.items())[k] if isinstance(k, str) else self.to_tuple()[k]
+
+    def to_tuple(self):
+        return tuple(self[k] for k in self.keys())
+
+
+class Bag(dict):
+    pass
+
+
 def twice(fn):
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -99,7 +132,7 @@ def shifted(t, by=1):
 
 
 NAMESPACE = {"torch": torch, "Base": Base, "Child": Child, "Slotted": Slotted, "Proxy": Proxy,
-             "Point": Point, "shifted": shifted, "twice": twice}
+             "Point": Point, "shifted": shifted, "twice": twice, "Record": Record, "Bag": Bag}
 
 # Over: `a` (the running tensor), `obj` (a Child argument), `s` (a Slotted argument),
 # `px` (a Proxy of obj), `m` (a Net argument), `log` (a list returned). {c}: 1..3.
@@ -116,6 +149,9 @@ STATEMENTS = [
     "a = shifted(a, by={c}) + twice(lambda t: t - 1)(a)",
     "a = a + isinstance(obj, Base) + (type(obj) is Child) + (obj.__class__ is Child)",
     "b = Base(a)\nb.t = b.t + {c}\nlog.append(b.t)",
+    "r = Record(a * {c}, hidden=a)\na = a + r[0] + r['hidden'] + len(r)\nlog.append(r)",
+    "r = Record(a)\nr.hidden = a + {c}\nr['note'] = {c}\na = a + r.to_tuple()[-1] + ('note' in r)\nlog.append(r)",
+    "d = Bag(k=a)\nd['n'] = {c}\nd.tag = {c}\na = a + d['k'] * len(d) + sum(d.values())\nlog.append(d)",
 ]
 RETURNS = ["return a, obj, s, log", "return a, log, obj.t", "return [a, obj, s]"]
 
