@@ -17,6 +17,7 @@ the code, a member of torch or math) and not guarded.
 from __future__ import annotations
 
 import builtins
+import collections
 import dataclasses
 import enum
 import functools
@@ -154,6 +155,8 @@ def wrap_value(tx, value: Any, source: Source | None) -> VariableTracker:
                             for k, v in value.items()}, source=source)
         var.order_guard = OrderGuard(tx, source, value.keys()) if source is not None else None
         return _tracked(tx, value, var)
+    if type(value) is collections.OrderedDict and source is not None:
+        return _outside_ordered_dict(tx, value, source)
     if type(value) in (set, frozenset) and all(is_plain_constant(v) for v in value):
         if type(value) is frozenset:
             guard(equals(value))
@@ -269,6 +272,21 @@ def wrap_value(tx, value: Any, source: Source | None) -> VariableTracker:
 # field kinds: ``f._field_type is _FIELD`` in ``dataclasses.fields``): pinned by identity.
 _SENTINEL_TYPES = tuple(getattr(dataclasses, name) for name in (
     "_FIELD_BASE", "_MISSING_TYPE", "_HAS_DEFAULT_FACTORY_CLASS", "_KW_ONLY_TYPE") if hasattr(dataclasses, name))
+
+
+def _outside_ordered_dict(tx, value: collections.OrderedDict, source: Source) -> VariableTracker:
+    """An ``OrderedDict`` from outside the frame (a module's hook tables), read only:
+    its type, length, key order and items guarded as a dict's; changing it breaks."""
+    from .variables.collections_ import OrderedDictVariable
+
+    if not all(type(k) in (str, int) for k in value):
+        raise unsupported("OrderedDict with keys other than str/int")
+    tx.output.add_guard(source, type_is(collections.OrderedDict))
+    tx.output.add_guard(source, len_is(len(value)))
+    var = OrderedDictVariable({k: wrap_value(tx, v, ItemSource(source, k)) for k, v in value.items()},
+                              source=source)
+    var.order_guard = OrderGuard(tx, source, value.keys())
+    return var
 
 
 def _in_function_constants(source: Source | None) -> bool:

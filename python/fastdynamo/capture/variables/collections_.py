@@ -27,6 +27,13 @@ class OrderedDictVariable(DictVariable):
     def python_type(self) -> type:
         return collections.OrderedDict
 
+    def check_mutable(self, tx, keys_change: bool = True) -> None:
+        if self.source is not None:
+            # writing the final items back (clear + update) would be right, but the
+            # partial write-back of ReplaceDict keeps the caller's order: not modelled
+            raise unsupported(f"changing an OrderedDict from outside the frame ({self.source.name()})")
+        super().check_mutable(tx, keys_change)
+
     def as_python_constant(self) -> Any:
         return collections.OrderedDict(super().as_python_constant())
 

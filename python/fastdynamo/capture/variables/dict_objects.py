@@ -57,7 +57,7 @@ def rebuild_dict_object(cls: type, keys: tuple, values: tuple, names: tuple, att
     graph: ``dict.__new__`` (the class's ``__init__`` already ran in the trace), items
     through the built-in base's ``__setitem__`` (never the subclass's), then the
     instance dict with ``object.__setattr__``, both in order."""
-    base = builtin_dict_base(cls)
+    base: Any = builtin_dict_base(cls)
     obj: Any = dict.__new__(cls)
     for key, value in zip(keys, values, strict=True):
         base.__setitem__(obj, key, value)
@@ -273,4 +273,45 @@ def builtin_method(owner: VariableTracker, name: str, attr: Any) -> VariableTrac
     if isinstance(attr, (types.MethodDescriptorType, types.WrapperDescriptorType)) \
             and attr.__objclass__ in DICT_BASES and issubclass(owner.base, attr.__objclass__):
         return BuiltinMethodVariable(owner, name)
+    return None
+
+
+# Built-in classes whose method descriptors, called explicitly (``dict.get(d, k)``,
+# ``list.__len__(l)``), run the modelled method of their argument.
+_DESCRIPTOR_OWNERS = (dict, collections.OrderedDict, list, tuple)
+
+
+class UnboundBuiltinMethodVariable(VariableTracker):
+    """``cls.name`` for a method or slot wrapper of a built-in container class: calling
+    it with a receiver of exactly that class runs the receiver's modelled method; a dict
+    subclass made by the frame runs the built-in behaviour (not its overrides)."""
+
+    def __init__(self, cls: type, name: str):
+        self.cls = cls
+        self.name = name
+
+    def python_type(self) -> type:
+        return type(type_lookup(self.cls, self.name))
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        if not args:
+            raise unsupported(f"{self.cls.__qualname__}.{self.name}() without a receiver (TypeError)")
+        receiver, rest = args[0], list(args[1:])
+        if isinstance(receiver, DictObjectVariable) and issubclass(receiver.base, self.cls):
+            return receiver.builtin_call(tx, self.name, rest, dict(kwargs))
+        from .containers import BaseSequenceVariable
+
+        modelled = isinstance(receiver, (DictVariable, BaseSequenceVariable)) and receiver.python_type() is self.cls
+        if not modelled:
+            raise unsupported(f"{self.cls.__qualname__}.{self.name} called on {receiver.describe()}")
+        return receiver.call_method(tx, self.name, rest, dict(kwargs))
+
+    def describe(self) -> str:
+        return f"UnboundBuiltinMethodVariable({self.cls.__qualname__}.{self.name})"
+
+
+def unbound_builtin_method(cls: type, name: str, attr: Any) -> VariableTracker | None:
+    """The model of ``cls.name`` when it is a method of a built-in container class."""
+    if cls in _DESCRIPTOR_OWNERS and isinstance(attr, (types.MethodDescriptorType, types.WrapperDescriptorType)):
+        return UnboundBuiltinMethodVariable(cls, name)
     return None
