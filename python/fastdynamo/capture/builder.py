@@ -41,6 +41,7 @@ from .variables.containers import (
     TupleVariable,
     overrides_tuple_protocol,
 )
+from .variables.dict_objects import OutsideDictObjectVariable, is_dict_subclass
 from .variables.dict_order import OrderGuard
 from .variables.environ import wrap_environ
 from .variables.functions import PartialVariable, UserFunctionVariable, UserMethodVariable
@@ -265,6 +266,8 @@ def wrap_value(tx, value: Any, source: Source | None) -> VariableTracker:
         sentinel.identity_guarded = True
         return _tracked(tx, value, sentinel, pinned=True)
     guard(type_is(type(value)))
+    if is_dict_subclass(type(value)):
+        return _tracked(tx, value, OutsideDictObjectVariable(value, source))
     return _tracked(tx, value, UserObjectVariable(value, source))
 
 

@@ -4,7 +4,8 @@ factory called on a missing key, counting updates and a 0 for a missing key), re
 with their type when they leave the frame.
 
 Instances passed in from outside stay plain objects (their methods break the graph):
-writing one back with ``dict`` methods would bypass the subclass.
+writing one back with ``dict`` methods would bypass the subclass. An exact ``OrderedDict``
+from outside (a module's hook tables) is read with a dict's guards; changing it breaks.
 
 >>> from fastdynamo.capture.variables.constant import ConstantVariable
 >>> counts = CounterVariable({"a": ConstantVariable(2)})

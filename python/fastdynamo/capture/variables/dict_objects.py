@@ -41,6 +41,7 @@ from .base import VariableTracker
 from .collections_ import OrderedDictVariable
 from .constant import ConstantVariable
 from .containers import DictVariable, IteratorVariable
+from .misc import UserObjectVariable
 from .user_objects import NewObjectVariable
 
 DICT_BASES = (dict, collections.OrderedDict)
@@ -106,7 +107,87 @@ class _OrderedItemStorage(_ItemStorage, OrderedDictVariable):
     """The items of an ``OrderedDict`` subclass (``move_to_end``, order-sensitive ``==``)."""
 
 
-class DictObjectVariable(NewObjectVariable):
+class DictProtocol(VariableTracker):
+    """Protocol operations of a dict subclass instance (``cls``, ``base``, ``storage``,
+    ``builtin_call``): the class's own Python method first, as CPython's slots do,
+    else the built-in base's on the items."""
+
+    cls: type
+    base: type
+    storage: DictVariable
+
+    def builtin_call(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
+        raise NotImplementedError
+
+    def items_var(self, tx) -> DictVariable:
+        """The tracker of the object's own items."""
+        return self.storage
+
+    def protocol(self, tx, name: str, args: list, kwargs: dict | None = None) -> VariableTracker:
+        from ..dunders import call_special, user_method
+
+        if user_method(tx, self, name) is not None:
+            return call_special(tx, self, name, args, kwargs or {})
+        return self.builtin_call(tx, name, args, kwargs or {})
+
+    def getitem(self, tx, index: VariableTracker) -> VariableTracker:
+        return self.protocol(tx, "__getitem__", [index])
+
+    def setitem(self, tx, index: VariableTracker, value: VariableTracker) -> None:
+        self.protocol(tx, "__setitem__", [index, value])
+
+    def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
+        if name in ("__len__", "__contains__", "__getitem__", "__setitem__", "__delitem__", "__iter__"):
+            result = self.protocol(tx, name, args, kwargs)
+            if name == "__len__":
+                value = result.as_python_constant() if result.is_python_constant() else None
+                if type(value) is not int or value < 0:
+                    raise unsupported("__len__ returned something other than an int >= 0 (TypeError)")
+            return result
+        return super().call_method(tx, name, args, kwargs)  # the next class: the object's own
+
+    def contains_item(self, tx, item: VariableTracker) -> bool:
+        """``item in self``."""
+        return self.protocol(tx, "__contains__", [item]).truth(tx)
+
+    def truth(self, tx) -> bool:
+        from ..dunders import user_method
+
+        if user_method(tx, self, "__bool__") is not None:
+            raise unsupported(f"truth of a {self.cls.__qualname__} (its class defines __bool__)")
+        return bool(self.call_method(tx, "__len__", [], {}).as_python_constant())
+
+    def make_iterator(self, tx) -> IteratorVariable:
+        """``iter(self)``: the built-in iterator over the keys, read live."""
+        from ..dunders import user_method
+        from .dict_views import DictIteratorVariable
+
+        if user_method(tx, self, "__iter__") is not None:
+            raise unsupported(f"iterating a {self.cls.__qualname__} (its class defines __iter__)")
+        items = self.items_var(tx)
+        items.uses_order("iterating a dict")
+        return DictIteratorVariable(items, "keys")
+
+    def unpack_var_sequence(self, tx) -> list[VariableTracker]:
+        return self.make_iterator(tx).unpack_var_sequence(tx)
+
+    def mapping_items(self, tx) -> dict[Any, VariableTracker]:
+        """What ``dict(self)``, ``d.update(self)`` and ``f(**self)`` read
+        (``dict_merge``): the items themselves when iteration is dict's own, else
+        ``keys()`` and ``self[key]`` through the class's methods (OrderedDict's
+        iterator is not dict's, so an OrderedDict subclass goes that way)."""
+        from .containers import iterate
+
+        if self.base is dict and type_lookup(self.cls, "__iter__") is dict.__dict__["__iter__"]:
+            items = self.items_var(tx)
+            items.uses_order("copying a dict")
+            return dict(items.items)
+        keys = self.var_getattr(tx, "keys").call_function(tx, [], {})
+        return {key.as_python_constant(): self.getitem(tx, key)
+                for key in iterate(tx, keys).unpack_var_sequence(tx)}
+
+
+class DictObjectVariable(DictProtocol, NewObjectVariable):
     """An instance of a user dict subclass made during the trace: ``storage`` holds its
     dict items, ``attrs`` its instance dict (both in insertion order)."""
 
@@ -148,69 +229,6 @@ class DictObjectVariable(NewObjectVariable):
             else:
                 self.setitem(tx, ConstantVariable(key), value)
         return ConstantVariable(None)
-
-    # -- protocol operations: the class's own method first, as CPython's slots do
-
-    def protocol(self, tx, name: str, args: list, kwargs: dict | None = None) -> VariableTracker:
-        from ..dunders import call_special, user_method
-
-        if user_method(tx, self, name) is not None:
-            return call_special(tx, self, name, args, kwargs or {})
-        return self.builtin_call(tx, name, args, kwargs or {})
-
-    def getitem(self, tx, index: VariableTracker) -> VariableTracker:
-        return self.protocol(tx, "__getitem__", [index])
-
-    def setitem(self, tx, index: VariableTracker, value: VariableTracker) -> None:
-        self.protocol(tx, "__setitem__", [index, value])
-
-    def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
-        if name in ("__len__", "__contains__", "__getitem__", "__setitem__", "__delitem__", "__iter__"):
-            result = self.protocol(tx, name, args, kwargs)
-            if name == "__len__":
-                value = result.as_python_constant() if result.is_python_constant() else None
-                if type(value) is not int or value < 0:
-                    raise unsupported("__len__ returned something other than an int >= 0 (TypeError)")
-            return result
-        return super().call_method(tx, name, args, kwargs)
-
-    def contains_item(self, tx, item: VariableTracker) -> bool:
-        """``item in self``."""
-        return self.protocol(tx, "__contains__", [item]).truth(tx)
-
-    def truth(self, tx) -> bool:
-        from ..dunders import user_method
-
-        if user_method(tx, self, "__bool__") is not None:
-            raise unsupported(f"truth of a {self.cls.__qualname__} (its class defines __bool__)")
-        return bool(self.call_method(tx, "__len__", [], {}).as_python_constant())
-
-    def make_iterator(self, tx) -> IteratorVariable:
-        """``iter(self)``: the built-in iterator over the keys, read live."""
-        from ..dunders import user_method
-        from .dict_views import DictIteratorVariable
-
-        if user_method(tx, self, "__iter__") is not None:
-            raise unsupported(f"iterating a {self.cls.__qualname__} (its class defines __iter__)")
-        self.storage.uses_order("iterating a dict")
-        return DictIteratorVariable(self.storage, "keys")
-
-    def unpack_var_sequence(self, tx) -> list[VariableTracker]:
-        return self.make_iterator(tx).unpack_var_sequence(tx)
-
-    def mapping_items(self, tx) -> dict[Any, VariableTracker]:
-        """What ``dict(self)``, ``d.update(self)`` and ``f(**self)`` read
-        (``dict_merge``): the items themselves when iteration is dict's own, else
-        ``keys()`` and ``self[key]`` through the class's methods (OrderedDict's
-        iterator is not dict's, so an OrderedDict subclass goes that way)."""
-        from .containers import iterate
-
-        if self.base is dict and type_lookup(self.cls, "__iter__") is dict.__dict__["__iter__"]:
-            self.storage.uses_order("copying a dict")
-            return dict(self.storage.items)
-        keys = self.var_getattr(tx, "keys").call_function(tx, [], {})
-        return {key.as_python_constant(): self.getitem(tx, key)
-                for key in iterate(tx, keys).unpack_var_sequence(tx)}
 
     # -- attributes
 
@@ -268,7 +286,7 @@ class BuiltinMethodVariable(VariableTracker):
 def builtin_method(owner: VariableTracker, name: str, attr: Any) -> VariableTracker | None:
     """The bound form of ``attr``, a method of a built-in dict base found by an
     attribute lookup on ``owner``, when ``owner`` models that base; else None."""
-    if not isinstance(owner, DictObjectVariable):
+    if not isinstance(owner, DictProtocol):
         return None
     if isinstance(attr, (types.MethodDescriptorType, types.WrapperDescriptorType)) \
             and attr.__objclass__ in DICT_BASES and issubclass(owner.base, attr.__objclass__):
@@ -297,7 +315,7 @@ class UnboundBuiltinMethodVariable(VariableTracker):
         if not args:
             raise unsupported(f"{self.cls.__qualname__}.{self.name}() without a receiver (TypeError)")
         receiver, rest = args[0], list(args[1:])
-        if isinstance(receiver, DictObjectVariable) and issubclass(receiver.base, self.cls):
+        if isinstance(receiver, DictProtocol) and issubclass(receiver.base, self.cls):
             return receiver.builtin_call(tx, self.name, rest, dict(kwargs))
         from .containers import BaseSequenceVariable
 
@@ -315,3 +333,76 @@ def unbound_builtin_method(cls: type, name: str, attr: Any) -> VariableTracker |
     if cls in _DESCRIPTOR_OWNERS and isinstance(attr, (types.MethodDescriptorType, types.WrapperDescriptorType)):
         return UnboundBuiltinMethodVariable(cls, name)
     return None
+
+
+# What an instance from outside the frame may do with the built-in base's methods: read.
+_READ_METHODS = frozenset({"__getitem__", "__len__", "__contains__", "get", "keys", "values", "items",
+                           "__iter__", "__reversed__"})
+
+
+class OutsideDictObjectVariable(DictProtocol, UserObjectVariable):
+    """An instance of a dict subclass from outside the frame (a ``ModelOutput`` handed
+    to a resume function, a registry): attributes as any user object; its own items
+    read through :class:`DictItemsSource` (so guards never call the class's overrides),
+    on first use. Changing its items is not modelled (the graph breaks)."""
+
+    def __init__(self, value: Any, source):
+        super().__init__(value, source)
+        self.cls = type(value)
+        self.base = builtin_dict_base(self.cls)
+        self._items: DictVariable | None = None
+
+    def items_var(self, tx) -> DictVariable:
+        if self._items is None:
+            self._items = _outside_items(tx, self)
+        return self._items
+
+    def builtin_call(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
+        if name not in _READ_METHODS:
+            raise unsupported(f"{self.base.__qualname__}.{name} on a {self.cls.__qualname__} from outside "
+                              "the frame (changing its items is not modelled)")
+        if name == "__getitem__" and type_lookup(self.cls, "__missing__") is not MISSING:
+            raise unsupported(f"{self.cls.__qualname__}.__missing__ (called by dict.__getitem__)")
+        return self.items_var(tx).call_method(tx, name, args, kwargs)
+
+    def describe(self) -> str:
+        return f"OutsideDictObjectVariable({self.cls.__qualname__})"
+
+
+class _OutsideItems(DictVariable):
+    """The items of an OutsideDictObjectVariable, guarded through DictItemsSource;
+    read only, and rebuilt (a view that leaves the frame) as the object itself."""
+
+    def __init__(self, items: dict, owner: OutsideDictObjectVariable):
+        super().__init__(items)
+        self.owner = owner
+
+    def python_type(self) -> type:
+        return self.owner.base
+
+    def check_mutable(self, tx, keys_change: bool = True) -> None:
+        raise unsupported(f"changing the items of a {self.owner.cls.__qualname__} from outside the frame")
+
+    def rebuilt(self, items, plan) -> OutputPlan:
+        return plan(self.owner)
+
+    def clone_with(self, items: dict) -> DictVariable:
+        return DictVariable(items)
+
+
+def _outside_items(tx, owner: OutsideDictObjectVariable) -> DictVariable:
+    from ...guards import len_is
+    from ...guards.sources import DictItemsSource, ItemSource, dict_items_of
+    from ..builder import wrap_value
+    from .dict_order import OrderGuard
+
+    if owner.source is None:
+        raise unsupported(f"items of a {owner.cls.__qualname__} without a source")
+    source = DictItemsSource(owner.source)
+    value = dict_items_of(owner.value)
+    if not all(type(k) in (str, int) for k in value):
+        raise unsupported(f"a {owner.cls.__qualname__} with keys other than str/int")
+    tx.output.add_guard(source, len_is(len(value)))
+    items = _OutsideItems({k: wrap_value(tx, v, ItemSource(source, k)) for k, v in value.items()}, owner)
+    items.order_guard = OrderGuard(tx, source, value.keys())
+    return items

@@ -136,6 +136,8 @@ def object_new(tx, args, kwargs) -> VariableTracker:
         raise unsupported("object.__new__ without a class (TypeError)")
     cls = args[0].cls
     why = constructible(cls)
+    if why is None and type_lookup(cls, "__new__") is dict.__new__:
+        why = "not safe for a dict subclass, use dict.__new__() (TypeError)"
     if why is not None:
         raise unsupported(f"object.__new__({cls.__qualname__}): {why}")
     extra = len(args) > 1 or bool(kwargs)
