@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import importlib
 from dataclasses import fields
 
-import pytest
 import torch
 
 import fastdynamo
@@ -234,7 +234,7 @@ def test_missing_hook_breaks():
 
 
 def test_model_output_of_transformers():
-    transformers = pytest.importorskip("transformers.modeling_outputs")
+    transformers = importlib.import_module("transformers.modeling_outputs")
     BaseModelOutputWithPast = transformers.BaseModelOutputWithPast
 
     def fn(x):
@@ -249,7 +249,7 @@ def test_model_output_of_transformers():
 
 
 def test_model_output_past_key_values_property():
-    transformers = pytest.importorskip("transformers.modeling_outputs")
+    transformers = importlib.import_module("transformers.modeling_outputs")
 
     def fn(x):
         out = transformers.BaseModelOutputWithPast(last_hidden_state=x, cache=(x * 2,))
@@ -263,8 +263,8 @@ def test_model_output_pytree_registration_is_traced():
     # torch.compiler.is_compiling() is True and it returns at once, as under
     # torch.compile; eager's call is a no-op too, since __init_subclass__ registered
     # the class when it was made (the registry is left as it was).
-    generic = pytest.importorskip("transformers.utils.generic")
-    transformers = pytest.importorskip("transformers.modeling_outputs")
+    generic = importlib.import_module("transformers.utils.generic")
+    transformers = importlib.import_module("transformers.modeling_outputs")
     registered = set(generic._registered_model_output_types)
     assert transformers.CausalLMOutputWithPast in registered
 
