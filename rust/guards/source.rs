@@ -14,6 +14,8 @@ pub enum Accessor {
     Attr(Py<PyString>),
     Item(Py<PyAny>),
     Type,
+    /// `function(parent)`, a pure function of the runtime's own (`dict_items_of`).
+    Call(Py<PyAny>),
 }
 
 impl Accessor {
@@ -27,6 +29,7 @@ impl Accessor {
             Accessor::Attr(n) => format!("attr:{n}"),
             Accessor::Item(k) => item_key(k.bind(py)),
             Accessor::Type => "type".to_owned(),
+            Accessor::Call(f) => format!("call:{:p}", f.as_ptr()),
         }
     }
 
@@ -59,6 +62,7 @@ impl Accessor {
                 }
             }
             Accessor::Type => Some(parent.get_type().into_any()),
+            Accessor::Call(function) => function.bind(py).call1((parent,)).ok(),
             _ => None,
         }
     }
@@ -136,6 +140,14 @@ pub fn parse_source(spec: &Bound<'_, PyAny>) -> Result<SourcePath, Error> {
             let key_repr = key.repr().map_or_else(|_| "?".into(), |r| r.to_string());
             let text = format!("{}[{key_repr}]", path.name());
             path.steps.push((Accessor::Item(key.unbind()), text));
+            Ok(path)
+        }
+        ("call", 3) => {
+            let mut path = parse_source(&item(tuple, 1)?)?;
+            let function = item(tuple, 2)?;
+            let function_name = function.getattr("__name__").map_or_else(|_| "?".into(), |n| n.to_string());
+            let text = format!("{function_name}({})", path.name());
+            path.steps.push((Accessor::Call(function.unbind()), text));
             Ok(path)
         }
         ("type", 2) => {

@@ -23,7 +23,9 @@ def same(a, b) -> bool:
     if isinstance(a, (tuple, list)):
         return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, dict):
-        return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
+        if type(a) is not dict and hasattr(a, "__dict__") and not same(vars(a), vars(b)):
+            return False  # a dict subclass: its instance dict too
+        return list(a) == list(b) and all(same(dict.__getitem__(a, k), dict.__getitem__(b, k)) for k in a)
     if isinstance(a, torch.nn.Module):
         return a is b or same(dict(a.named_parameters()), dict(b.named_parameters()))
     if isinstance(a, types.MethodType):

@@ -7,6 +7,7 @@ allowed; a wrong value, side effect or exception is not. ``--hypothesis-profile=
 runs thousands."""
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 import textwrap
@@ -86,6 +87,38 @@ class Net(torch.nn.Module):
         return super().__call__(t) * 2
 
 
+@dataclasses.dataclass
+class Record(collections.OrderedDict):
+    """A small Hugging Face ``ModelOutput``: fields mirrored into the dict when set."""
+
+    first: torch.Tensor | None = None
+    hidden: torch.Tensor | None = None
+
+    def __post_init__(self):
+        for field in dataclasses.fields(self):
+            if self.__dict__.get(field.name) is not None:
+                self[field.name] = self.__dict__[field.name]
+
+    def __setattr__(self, name, value):
+        if name in {f.name for f in dataclasses.fields(self)} and value is not None:
+            super().__setitem__(name, value)
+        super().__setattr__(name, value)
+
+    def __setitem__(self, key, value):
+        super().__setitem__(key, value)
+        super().__setattr__(key, value)
+
+    def __getitem__(self, k):
+        return dict(self.items())[k] if isinstance(k, str) else self.to_tuple()[k]
+
+    def to_tuple(self):
+        return tuple(self[k] for k in self.keys())
+
+
+class Bag(dict):
+    pass
+
+
 def twice(fn):
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -99,10 +132,11 @@ def shifted(t, by=1):
 
 
 NAMESPACE = {"torch": torch, "Base": Base, "Child": Child, "Slotted": Slotted, "Proxy": Proxy,
-             "Point": Point, "shifted": shifted, "twice": twice}
+             "Point": Point, "shifted": shifted, "twice": twice, "Record": Record, "Bag": Bag}
 
 # Over: `a` (the running tensor), `obj` (a Child argument), `s` (a Slotted argument),
-# `px` (a Proxy of obj), `m` (a Net argument), `log` (a list returned). {c}: 1..3.
+# `px` (a Proxy of obj), `m` (a Net argument), `rec` (a Record argument), `log` (a list
+# returned). {c}: 1..3.
 STATEMENTS = [
     "a = a + obj.value() + obj.doubled",
     "obj.doubled = a + {c}\na = a + obj.t",
@@ -116,12 +150,18 @@ STATEMENTS = [
     "a = shifted(a, by={c}) + twice(lambda t: t - 1)(a)",
     "a = a + isinstance(obj, Base) + (type(obj) is Child) + (obj.__class__ is Child)",
     "b = Base(a)\nb.t = b.t + {c}\nlog.append(b.t)",
+    "r = Record(a * {c}, hidden=a)\na = a + r[0] + r['hidden'] + len(r)\nlog.append(r)",
+    "r = Record(a)\nr.hidden = a + {c}\nr['note'] = {c}\na = a + r.to_tuple()[-1] + ('note' in r)\nlog.append(r)",
+    "d = Bag(k=a)\nd['n'] = {c}\nd.tag = {c}\na = a + d['k'] * len(d) + sum(d.values())\nlog.append(d)",
+    "a = a + rec[0] + rec['first'] * len(rec) + ('hidden' in rec) + rec.first",
+    "a = a + sum(rec.to_tuple()) + len(list(rec.keys()))\nlog.append(rec)",
+    "rec['first'] = a * {c}\na = a + rec.first",
 ]
-RETURNS = ["return a, obj, s, log", "return a, log, obj.t", "return [a, obj, s]"]
+RETURNS = ["return a, obj, s, log", "return a, log, obj.t", "return [a, obj, s]", "return a, rec"]
 
 # Changes made to the arguments between the first and the second compiled call.
 CHANGES = ["pass", "obj.extra = 5", "del obj.t", "m.forward = lambda t: t * 7",
-           "s.w = 1.0", "obj.missing_1 = 100", "obj.value = lambda: 3"]
+           "s.w = 1.0", "obj.missing_1 = 100", "obj.value = lambda: 3", "rec.hidden = rec.first * 2"]
 # compiled once: the lambdas of both runs share their code (compared by code and cells)
 _CHANGE_CODE = {change: compile(change, "<change>", "exec") for change in CHANGES}
 
@@ -132,7 +172,7 @@ def programs(draw):
     for _ in range(draw(st.integers(1, 4))):
         body.append(draw(st.sampled_from(STATEMENTS)).format(c=draw(st.integers(1, 3))))
     body.append(draw(st.sampled_from(RETURNS)))
-    source = "def prog(x, obj, s, px, m):\n    a = x\n" + textwrap.indent("\n".join(body), "    ") + "\n"
+    source = "def prog(x, obj, s, px, m, rec):\n    a = x\n" + textwrap.indent("\n".join(body), "    ") + "\n"
     return source, draw(st.sampled_from(CHANGES))
 
 
@@ -145,9 +185,9 @@ def _build(source):
 def _arguments(seed, change):
     torch.manual_seed(seed)
     obj = Child(torch.randn(3))
-    args = [torch.randn(3), obj, Slotted(torch.randn(3)), Proxy(obj), Net()]
+    args = [torch.randn(3), obj, Slotted(torch.randn(3)), Proxy(obj), Net(), Record(torch.randn(3))]
     if change:
-        exec(_CHANGE_CODE[change], {}, {"obj": obj, "s": args[2], "m": args[4]})  # noqa: S102
+        exec(_CHANGE_CODE[change], {}, {"obj": obj, "s": args[2], "m": args[4], "rec": args[5]})  # noqa: S102
     return args
 
 

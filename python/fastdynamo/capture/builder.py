@@ -17,6 +17,8 @@ the code, a member of torch or math) and not guarded.
 from __future__ import annotations
 
 import builtins
+import collections
+import dataclasses
 import enum
 import functools
 import math
@@ -39,6 +41,7 @@ from .variables.containers import (
     TupleVariable,
     overrides_tuple_protocol,
 )
+from .variables.dict_objects import OutsideDictObjectVariable, is_dict_subclass
 from .variables.dict_order import OrderGuard
 from .variables.environ import wrap_environ
 from .variables.functions import PartialVariable, UserFunctionVariable, UserMethodVariable
@@ -153,6 +156,8 @@ def wrap_value(tx, value: Any, source: Source | None) -> VariableTracker:
                             for k, v in value.items()}, source=source)
         var.order_guard = OrderGuard(tx, source, value.keys()) if source is not None else None
         return _tracked(tx, value, var)
+    if type(value) is collections.OrderedDict and source is not None:
+        return _outside_ordered_dict(tx, value, source)
     if type(value) in (set, frozenset) and all(is_plain_constant(v) for v in value):
         if type(value) is frozenset:
             guard(equals(value))
@@ -240,7 +245,8 @@ def wrap_value(tx, value: Any, source: Source | None) -> VariableTracker:
         raise unsupported(f"C function {getattr(value, '__qualname__', value)!r}")
     if isinstance(value, type):
         guard(id_is(value))
-        if value in (torch.no_grad, torch.enable_grad, torch.set_grad_enabled, torch.Size, torch.device):
+        if value in (torch.no_grad, torch.enable_grad, torch.set_grad_enabled, torch.Size, torch.device,
+                     torch.finfo, torch.iinfo):  # finfo(dtype) of a constant dtype: a constant
             return TorchFunctionVariable(value, source)
         return ClassVariable(value, source)
     if value is math.inf or value is operator:
@@ -252,7 +258,7 @@ def wrap_value(tx, value: Any, source: Source | None) -> VariableTracker:
         raise unsupported(f"callable of type {type(value).__qualname__}")
     if source is None:
         raise unsupported(f"object of type {type(value).__qualname__} without a source")
-    if _in_function_constants(source):
+    if _in_function_constants(source) or type(value) in _SENTINEL_TYPES:
         # a default or closure constant of a function (sentinels such as dataclasses'
         # _HAS_DEFAULT_FACTORY): pinned, so ``is`` between two paths to it is decidable
         guard(id_is(value))
@@ -260,7 +266,30 @@ def wrap_value(tx, value: Any, source: Source | None) -> VariableTracker:
         sentinel.identity_guarded = True
         return _tracked(tx, value, sentinel, pinned=True)
     guard(type_is(type(value)))
+    if is_dict_subclass(type(value)):
+        return _tracked(tx, value, OutsideDictObjectVariable(value, source))
     return _tracked(tx, value, UserObjectVariable(value, source))
+
+
+# Marker objects of the standard library that code compares with ``is`` (dataclasses'
+# field kinds: ``f._field_type is _FIELD`` in ``dataclasses.fields``): pinned by identity.
+_SENTINEL_TYPES = tuple(getattr(dataclasses, name) for name in (
+    "_FIELD_BASE", "_MISSING_TYPE", "_HAS_DEFAULT_FACTORY_CLASS", "_KW_ONLY_TYPE") if hasattr(dataclasses, name))
+
+
+def _outside_ordered_dict(tx, value: collections.OrderedDict, source: Source) -> VariableTracker:
+    """An ``OrderedDict`` from outside the frame (a module's hook tables), read only:
+    its type, length, key order and items guarded as a dict's; changing it breaks."""
+    from .variables.collections_ import OrderedDictVariable
+
+    if not all(type(k) in (str, int) for k in value):
+        raise unsupported("OrderedDict with keys other than str/int")
+    tx.output.add_guard(source, type_is(collections.OrderedDict))
+    tx.output.add_guard(source, len_is(len(value)))
+    var = OrderedDictVariable({k: wrap_value(tx, v, ItemSource(source, k)) for k, v in value.items()},
+                              source=source)
+    var.order_guard = OrderGuard(tx, source, value.keys())
+    return var
 
 
 def _in_function_constants(source: Source | None) -> bool:

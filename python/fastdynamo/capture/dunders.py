@@ -63,9 +63,10 @@ def _owner_class(value: VariableTracker) -> tuple[type, Source | None, type] | N
     if isinstance(value, TupleVariable) and value.tuple_type is not tuple:
         return value.tuple_type, None, tuple
     if isinstance(value, UserObjectVariable):
-        return type(value.value), TypeSource(value.source) if value.source is not None else None, object
+        return (type(value.value), TypeSource(value.source) if value.source is not None else None,
+                getattr(value, "base", object))  # a dict subclass: dict's methods are not the user's
     if isinstance(value, NewObjectVariable):
-        return value.cls, value.class_source, object
+        return value.cls, value.class_source, getattr(value, "base", object)  # dict subclasses: dict's
     return None
 
 

@@ -156,6 +156,9 @@ def is_same(left: VariableTracker, right: VariableTracker) -> bool:
         return left.as_python_constant() is right.as_python_constant()
     if getattr(left, "identity_guarded", False) and getattr(right, "identity_guarded", False):
         return left.value is right.value  # type: ignore[attr-defined]  # both pinned by id_is
+    for pinned, other in ((left, right), (right, left)):
+        if getattr(pinned, "identity_guarded", False) and other.is_python_constant():
+            return pinned.value is other.as_python_constant()  # type: ignore[attr-defined]
     if isinstance(left, BaseSequenceVariable) or isinstance(right, BaseSequenceVariable):
         return False
     raise unsupported(f"identity of {left.describe()} and {right.describe()}")
@@ -176,6 +179,8 @@ def contains_op(tx, item: VariableTracker, container: VariableTracker) -> bool:
 
     if isinstance(container, DictVariable):
         return item.as_python_constant() in container.items
+    if hasattr(container, "contains_item"):  # a dict subclass made by the frame
+        return container.contains_item(tx, item)
     if isinstance(container, DictViewVariable):
         return container.contains(tx, item)
     if isinstance(container, EnvironVariable):

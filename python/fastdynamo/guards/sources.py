@@ -129,6 +129,37 @@ class TypeSource(Source):
         return ("type", self.base.spec())
 
 
+@dataclass(frozen=True)
+class DictItemsSource(Source):
+    """The own items of ``base``, a ``dict`` subclass instance, as a new plain dict in
+    its iteration order (:func:`dict_items_of`): what a guard reads of a dict subclass
+    whose class overrides ``__getitem__``/``__contains__``/``__len__``."""
+
+    base: Source
+
+    def name(self) -> str:
+        return f"dict_items_of({self.base.name()})"
+
+    def spec(self) -> tuple:
+        return ("call", self.base.spec(), dict_items_of)
+
+
+def dict_items_of(obj: Any) -> dict:
+    """``obj``'s own items (``obj`` a dict subclass instance) through the built-in
+    methods only, in the built-in base's iteration order (an OrderedDict's own order).
+
+    >>> import collections
+    >>> class D(collections.OrderedDict):
+    ...     def __getitem__(self, key): return "overridden"
+    >>> dict_items_of(D(a=1))
+    {'a': 1}
+    """
+    import collections
+
+    keys = collections.OrderedDict.keys(obj) if isinstance(obj, collections.OrderedDict) else dict.keys(obj)
+    return {key: dict.__getitem__(obj, key) for key in keys}
+
+
 def resolve(source: Source, f_locals: list[Any], f_globals: dict, f_builtins: dict,
             closure: tuple | None) -> Any:
     """Evaluate ``source`` in Python (tests and debugging; the hot path does it in Rust)."""
@@ -147,4 +178,6 @@ def resolve(source: Source, f_locals: list[Any], f_globals: dict, f_builtins: di
         return resolve(source.base, f_locals, f_globals, f_builtins, closure)[source.key]
     if isinstance(source, TypeSource):
         return type(resolve(source.base, f_locals, f_globals, f_builtins, closure))
+    if isinstance(source, DictItemsSource):
+        return dict_items_of(resolve(source.base, f_locals, f_globals, f_builtins, closure))
     raise TypeError(f"not a source: {source!r}")

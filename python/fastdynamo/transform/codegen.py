@@ -49,11 +49,13 @@ from ..guards.sources import (
     AttrSource,
     BuiltinSource,
     ClosureSource,
+    DictItemsSource,
     GlobalSource,
     ItemSource,
     LocalSource,
     Source,
     TypeSource,
+    dict_items_of,
 )
 from ..plans import (
     BuildDict,
@@ -152,6 +154,10 @@ class _Emitter:
         return self.source(source.base) + [create_load_const(source.key),
                                            create_instruction("BINARY_SUBSCR")]
 
+    def dict_items_of(self, source: DictItemsSource) -> list[Instruction]:
+        return [create_push_null(), create_load_const(dict_items_of), *self.source(source.base),
+                *create_call(1)]
+
     def type_of(self, source: TypeSource) -> list[Instruction]:
         # The builtin ``type`` itself as a constant: a global named ``type`` in user
         # code must not change what the guard saw.
@@ -248,6 +254,7 @@ _SOURCE_RULES = {
     AttrSource: _Emitter.attr,
     ItemSource: _Emitter.item,
     TypeSource: _Emitter.type_of,
+    DictItemsSource: _Emitter.dict_items_of,
 }
 _PLAN_RULES = {
     GraphOutput: _Emitter.graph_output,

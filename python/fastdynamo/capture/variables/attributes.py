@@ -57,8 +57,18 @@ def is_data_descriptor(value: Any) -> bool:
     return hasattr(type(value), "__set__") or hasattr(type(value), "__delete__")
 
 
+# The ``__getattribute__`` of these built-in types is ``PyObject_GenericGetAttr``, the
+# lookup of ``object.__getattribute__``: CPython lists a wrapper of it in each type's own
+# ``__dict__`` only because the type fills the slot itself (so a subclass of ``dict``
+# finds ``dict.__getattribute__`` first and does not customise anything).
+_GENERIC_GETATTRIBUTE = tuple(klass.__dict__["__getattribute__"] for klass in (
+    object, dict, list, tuple, set, frozenset, int, float, complex, str, bytes))
+
+
 def has_custom_getattribute(cls: type) -> bool:
-    return cls.__getattribute__ is not object.__getattribute__
+    """Whether ``cls`` (or a class on its MRO) replaces the generic attribute lookup."""
+    found = type_lookup(cls, "__getattribute__")
+    return not any(found is generic for generic in _GENERIC_GETATTRIBUTE)
 
 
 def method_source(instance_source: Source | None, class_source: Source | None,
@@ -96,6 +106,11 @@ def class_attribute(tx, owner: VariableTracker, cls: type, name: str, attr: Any,
         return UserMethodVariable(UserFunctionVariable(attr.__func__, source),
                                   ClassVariable(cls, cls_source))
     if hasattr(type(attr), "__get__"):
+        from .dict_objects import builtin_method
+
+        bound = builtin_method(owner, name, attr)
+        if bound is not None:
+            return bound
         raise unsupported(f"attribute {cls.__qualname__}.{name} of kind {type(attr).__name__}")
     base = instance_source if instance_source is not None else class_source
     return wrap_value(tx, attr, AttrSource(base, name) if base is not None else None)

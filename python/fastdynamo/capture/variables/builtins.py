@@ -88,6 +88,12 @@ class BuiltinVariable(CallableVariable):
             return BuiltinVariable(dict.fromkeys)
         if self.fn is itertools.chain and name == "from_iterable":
             return BuiltinVariable(itertools.chain.from_iterable)
+        if isinstance(self.fn, type):
+            from .dict_objects import unbound_builtin_method
+
+            unbound = unbound_builtin_method(self.fn, name, getattr(self.fn, name, None))
+            if unbound is not None:  # dict.get(d, k), list.__len__(l)
+                return unbound
         raise unsupported(f"attribute {name!r} of builtin {self.fn.__name__}")
 
     def describe(self) -> str:

@@ -4,7 +4,8 @@ factory called on a missing key, counting updates and a 0 for a missing key), re
 with their type when they leave the frame.
 
 Instances passed in from outside stay plain objects (their methods break the graph):
-writing one back with ``dict`` methods would bypass the subclass.
+writing one back with ``dict`` methods would bypass the subclass. An exact ``OrderedDict``
+from outside (a module's hook tables) is read with a dict's guards; changing it breaks.
 
 >>> from fastdynamo.capture.variables.constant import ConstantVariable
 >>> counts = CounterVariable({"a": ConstantVariable(2)})
@@ -26,6 +27,13 @@ from .containers import DictVariable, TupleVariable, dict_items
 class OrderedDictVariable(DictVariable):
     def python_type(self) -> type:
         return collections.OrderedDict
+
+    def check_mutable(self, tx, keys_change: bool = True) -> None:
+        if self.source is not None:
+            # writing the final items back (clear + update) would be right, but the
+            # partial write-back of ReplaceDict keeps the caller's order: not modelled
+            raise unsupported(f"changing an OrderedDict from outside the frame ({self.source.name()})")
+        super().check_mutable(tx, keys_change)
 
     def as_python_constant(self) -> Any:
         return collections.OrderedDict(super().as_python_constant())

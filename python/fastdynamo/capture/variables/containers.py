@@ -410,6 +410,8 @@ def dict_items(tx, value: VariableTracker) -> dict[Any, VariableTracker]:
     if isinstance(value, DictVariable):
         value.uses_order("copying a dict")
         return dict(value.items)
+    if hasattr(value, "mapping_items"):  # a dict subclass made by the frame
+        return value.mapping_items(tx)
     pairs = {}
     for pair in value.unpack_var_sequence(tx):
         key, item = pair.unpack_var_sequence(tx)
@@ -511,6 +513,8 @@ def iterate(tx, value: VariableTracker) -> IteratorVariable:
 
     if isinstance(value, DictVariable):
         return DictIteratorVariable(value, "keys")
+    if hasattr(value, "make_iterator"):  # a dict subclass made by the frame
+        return value.make_iterator(tx)
     if isinstance(value, DictViewVariable):
         return DictIteratorVariable(value.dict_var, value.kind)
     if value.is_python_constant() and type(value.as_python_constant()) is range:

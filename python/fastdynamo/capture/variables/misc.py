@@ -111,6 +111,11 @@ class ClassVariable(VariableTracker):
         if isinstance(attr, (staticmethod, types.FunctionType)):
             return wrap_value(tx, getattr(self.cls, name), source)
         if attr is not MISSING and hasattr(type(attr), "__get__"):
+            from .dict_objects import unbound_builtin_method
+
+            unbound = unbound_builtin_method(self.cls, name, attr)
+            if unbound is not None:
+                return unbound
             raise unsupported(f"class attribute {self.cls.__qualname__}.{name} of kind {type(attr).__name__}")
         try:
             value = getattr(self.cls, name)

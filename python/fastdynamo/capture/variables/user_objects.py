@@ -69,9 +69,17 @@ def constructible(cls: type) -> str | None:
         return "an abstract class"
     if issubclass(cls, torch.nn.Module):
         return "an nn.Module constructed inside the frame"
-    if any(klass is not object and not klass.__flags__ & _HEAPTYPE for klass in cls.__mro__):
-        return "a subclass of a builtin type"
+    if any(klass is not object and not is_heap_type(klass) for klass in cls.__mro__):
+        from .dict_objects import is_dict_subclass
+
+        if not is_dict_subclass(cls):
+            return "a subclass of a builtin type"
     return None
+
+
+def is_heap_type(cls: type) -> bool:
+    """A class made by a class statement (not a built-in type)."""
+    return bool(cls.__flags__ & _HEAPTYPE)
 
 
 def construct(tx, cls: type, class_source, args, kwargs) -> VariableTracker:
@@ -86,6 +94,10 @@ def construct(tx, cls: type, class_source, args, kwargs) -> VariableTracker:
     new = type_lookup(cls, "__new__")
     if new is object.__new__:
         obj: VariableTracker = NewObjectVariable(cls, class_source)
+    elif new is dict.__new__:
+        from .dict_objects import DictObjectVariable
+
+        obj = DictObjectVariable(cls, class_source)  # an empty dict of the subclass
     elif isinstance(new, staticmethod) and isinstance(new.__func__, types.FunctionType):
         source = AttrSource(class_source, "__new__") if class_source is not None else None
         if source is not None:
@@ -100,6 +112,10 @@ def construct(tx, cls: type, class_source, args, kwargs) -> VariableTracker:
     if init is object.__init__:
         if (args or kwargs) and new is object.__new__:
             raise unsupported(f"{cls.__qualname__}() takes no arguments (TypeError)")
+        return obj
+    builtin_init = getattr(obj, "builtin_call", None)
+    if isinstance(init, types.WrapperDescriptorType) and builtin_init is not None:
+        builtin_init(tx, "__init__", list(args), dict(kwargs))  # dict's or OrderedDict's
         return obj
     if not isinstance(init, types.FunctionType):
         raise unsupported(f"{cls.__qualname__}.__init__ of kind {type(init).__name__}")
@@ -120,6 +136,8 @@ def object_new(tx, args, kwargs) -> VariableTracker:
         raise unsupported("object.__new__ without a class (TypeError)")
     cls = args[0].cls
     why = constructible(cls)
+    if why is None and type_lookup(cls, "__new__") is dict.__new__:
+        why = "not safe for a dict subclass, use dict.__new__() (TypeError)"
     if why is not None:
         raise unsupported(f"object.__new__({cls.__qualname__}): {why}")
     extra = len(args) > 1 or bool(kwargs)
