@@ -63,6 +63,7 @@ class OutputGraph:
         self.mutates_inputs = False  # an op writes to a graph input (or a view of one)
         self.draws_random = False  # an op consumes the random number generator
         self.traced_handlers = False  # some traced code has try/with blocks (fallback.py)
+        self.wrapping: set[int] = set()  # ids of the containers wrap_value is inside
 
     def count_step(self) -> None:
         """One more instruction traced; past ``config.max_trace_steps`` the trace gives up
@@ -81,7 +82,9 @@ class OutputGraph:
 
     @property
     def guards(self) -> list[Guard]:
-        return list(self._guards.values())
+        """Every guard of the capture: those recorded, then the relations between objects
+        that the side effects relied on (known only once the trace is over)."""
+        return list(self._guards.values()) + self.side_effects.relation_guards()
 
     # -- inputs -----------------------------------------------------------------
     def add_tensor_input(self, tensor: torch.Tensor, source: Source):
