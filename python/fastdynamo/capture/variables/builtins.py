@@ -335,8 +335,10 @@ def _print(tx, *args, **kwargs):
 
 
 @handles(id)
-def _id(tx, *args):
-    raise unsupported("id() of a traced value")
+def _id(tx, value):
+    from .identity import identity_of
+
+    return ConstantVariable(identity_of(tx, value))
 
 
 @handles(callable)
