@@ -110,8 +110,28 @@ def is_torch_callable(value: Any) -> bool:
     return isinstance(owner, types.ModuleType) and owner.__name__.startswith("torch")
 
 
+def _refusing_cycles(wrap: Callable[[Any, Any, Source | None], VariableTracker]):
+    """Containers are wrapped item by item: one inside itself (reached again while its
+    items are being wrapped) would never end, so it is refused."""
+    @functools.wraps(wrap)
+    def wrap_once(tx, value: Any, source: Source | None) -> VariableTracker:
+        if not isinstance(value, (list, tuple, dict)):
+            return wrap(tx, value, source)
+        if id(value) in tx.output.wrapping:
+            raise unsupported(f"a {type(value).__name__} that contains itself")
+        tx.output.wrapping.add(id(value))
+        try:
+            return wrap(tx, value, source)
+        finally:
+            tx.output.wrapping.discard(id(value))
+    return wrap_once
+
+
+@_refusing_cycles
 def wrap_value(tx, value: Any, source: Source | None) -> VariableTracker:
     """Model ``value`` (read from ``source``) as a VariableTracker and guard it."""
+    from .variables.builtins import BuiltinVariable, OperatorVariable, is_modelled_builtin
+
     def guard(check: tuple) -> None:
         if source is not None:
             tx.output.add_guard(source, check)
@@ -133,24 +153,8 @@ def wrap_value(tx, value: Any, source: Source | None) -> VariableTracker:
         known = tx.output.side_effects.tracked_variable(value, source)
         if known is not None:
             return known
-    if type(value) in (tuple, list, dict) or _is_plain_namedtuple(value):
-        if id(value) in tx.output.wrapping:
-            # wrapped item by item below: a container inside itself never ends
-            raise unsupported(f"a {type(value).__name__} that contains itself")
-        tx.output.wrapping.add(id(value))
-        try:
-            return _wrap_container(tx, value, source, guard)
-        finally:
-            tx.output.wrapping.discard(id(value))
-    return _wrap_other(tx, value, source, guard)
-
-
-def _is_plain_namedtuple(value: Any) -> bool:
-    return isinstance(value, tuple) and hasattr(type(value), "_fields") and not overrides_tuple_protocol(type(value))
-
-
-def _wrap_container(tx, value: Any, source: Source | None, guard: Callable[[tuple], None]) -> VariableTracker:
-    if type(value) in (tuple, list) or _is_plain_namedtuple(value):
+    if type(value) in (tuple, list) or (isinstance(value, tuple) and hasattr(type(value), "_fields")
+                                        and not overrides_tuple_protocol(type(value))):
         guard(type_is(type(value)))
         guard(len_is(len(value)))
         items = [wrap_value(tx, v, ItemSource(source, i) if source is not None else None)
@@ -167,12 +171,6 @@ def _wrap_container(tx, value: Any, source: Source | None, guard: Callable[[tupl
                             for k, v in value.items()}, source=source)
         var.order_guard = OrderGuard(tx, source, value.keys()) if source is not None else None
         return _tracked(tx, value, var)
-    raise AssertionError(f"not a container: {type(value)}")
-
-
-def _wrap_other(tx, value: Any, source: Source | None, guard: Callable[[tuple], None]) -> VariableTracker:
-    from .variables.builtins import BuiltinVariable, OperatorVariable, is_modelled_builtin
-
     if type(value) in (set, frozenset) and all(is_plain_constant(v) for v in value):
         if type(value) is frozenset:
             guard(equals(value))
