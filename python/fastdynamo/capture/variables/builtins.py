@@ -366,6 +366,15 @@ def _weakref(tx, *args, **kwargs):
     return make_weakref(tx, list(args), kwargs)
 
 
+@handles(inspect.signature)
+def _signature(tx, obj, **options):
+    from .signatures import signature_of
+
+    if options:
+        raise unsupported(f"inspect.signature with {', '.join(options)}")
+    return signature_of(tx, obj)
+
+
 @handles(functools.update_wrapper)
 def _update_wrapper(tx, wrapper, wrapped, assigned=None, updated=None):
     from .functions import update_wrapper
