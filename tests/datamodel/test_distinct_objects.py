@@ -236,3 +236,25 @@ def test_a_dict_inside_itself_runs_as_python():
     selfish["labels"] = selfish
     got = check(strip, torch.ones(1), selfish, graphs=0)
     assert any("a dict that contains itself" in b.reason for b in got.breaks)
+
+
+def cache_made_when_missing(x, past=None):
+    """The Hugging Face pattern: ``if past_key_values is None: past_key_values = DynamicCache()``."""
+    if past is None:
+        past = Cache(1)
+    other = Cache(1)
+    past.update(x, 0)
+    flags = (past is not None, past is other, past is past, other is not past, past is None)
+    return x + sum(flags), past
+
+
+def test_identity_of_objects_made_by_the_frame_is_decided():
+    compiled, recorder = compiled_with_recorder(cache_made_when_missing)
+    value, cache = compiled(torch.ones(2))
+    expected, expected_cache = cache_made_when_missing(torch.ones(2))
+    assert torch.equal(value, expected) and state(cache) == state(expected_cache)
+    given, expected_given = Cache(1), Cache(1)
+    value, cache = compiled(torch.ones(2), given)
+    expected, _ = cache_made_when_missing(torch.ones(2), expected_given)
+    assert torch.equal(value, expected) and cache is given and state(given) == state(expected_given)
+    assert len(recorder.captures) == 2 and not recorder.breaks
