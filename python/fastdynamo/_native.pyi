@@ -86,8 +86,11 @@ _Check: TypeAlias = (
 _StateCheck: TypeAlias = (
     tuple[Literal["grad_mode"], bool] | tuple[Literal["default_dtype"], torch.dtype]
 )
+_Relation: TypeAlias = tuple[Literal["distinct", "same"], tuple[_Source, ...]]  # 2+ sources
 _GuardSpec: TypeAlias = (
-    tuple[_Source, _Check] | tuple[tuple[Literal["torch_state"]], _StateCheck]
+    tuple[_Source, _Check]
+    | tuple[tuple[Literal["torch_state"]], _StateCheck]
+    | tuple[tuple[Literal["objects"]], _Relation]
 )
 
 # ---------------------------------------------------------------------------------------

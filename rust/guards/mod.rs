@@ -4,9 +4,11 @@
 //! Guards on the same source share one tree node, so each value is read once per check;
 //! a node's checks run before its children are read (a type check guards the attribute
 //! reads below it). The fast path stops at the first failure and allocates nothing; the
-//! verbose path returns the first failure as text.
+//! verbose path returns the first failure as text. Relations between values (two
+//! sources are, or are not, one object: `relation.rs`) run after the tree.
 
 mod check;
+mod relation;
 pub(crate) mod source;
 mod tensor;
 mod tensor_layout;
@@ -17,6 +19,7 @@ use crate::frame_info::{Frame, GuardInput};
 use check::{Check, StateCheck, TorchState};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
+use relation::{Relation, RELATION_SOURCE};
 use source::{parse_source, Accessor};
 
 struct Node {
@@ -64,6 +67,7 @@ fn unreadable(name: &str, reason: &mut Option<&mut String>) -> bool {
 pub struct GuardSet {
     roots: Vec<Node>,
     state_checks: Vec<StateCheck>,
+    relations: Vec<Relation>,
     torch: Option<TorchState>,
     count: usize,
 }
@@ -72,6 +76,7 @@ impl GuardSet {
     fn compile(py: Python<'_>, specs: &Bound<'_, PyAny>) -> PyResult<GuardSet> {
         let mut roots: Vec<Node> = Vec::new();
         let mut state_checks = Vec::new();
+        let mut relations = Vec::new();
         let mut count = 0;
         for spec in specs.try_iter()? {
             let spec = spec?;
@@ -80,9 +85,16 @@ impl GuardSet {
             })?;
             let (source, check) = (pair.get_item(0)?, pair.get_item(1)?);
             count += 1;
-            if source.extract::<(String,)>().is_ok_and(|(kind,)| kind == "torch_state") {
-                state_checks.push(StateCheck::parse(&check)?);
-                continue;
+            match source.extract::<(String,)>() {
+                Ok((kind,)) if kind == "torch_state" => {
+                    state_checks.push(StateCheck::parse(&check)?);
+                    continue;
+                }
+                Ok((kind,)) if kind == RELATION_SOURCE => {
+                    relations.push(Relation::parse(&check)?);
+                    continue;
+                }
+                _ => {}
             }
             let check = Check::parse(&check)?;
             let path = parse_source(&source)?;
@@ -98,7 +110,7 @@ impl GuardSet {
             node.checks.push(check);
         }
         let torch = if state_checks.is_empty() { None } else { Some(TorchState::load(py)?) };
-        Ok(GuardSet { roots, state_checks, torch, count })
+        Ok(GuardSet { roots, state_checks, relations, torch, count })
     }
 
     /// Fast path: true when every guard passes. Stops at the first failure.
@@ -124,10 +136,11 @@ impl GuardSet {
                 return false;
             }
         }
-        self.roots.iter().all(|root| match root.accessor.read_root(input) {
+        let tree = self.roots.iter().all(|root| match root.accessor.read_root(input) {
             Some(value) => root.run(&value, &mut reason),
             None => unreadable(&root.name, &mut reason),
-        })
+        });
+        tree && self.relations.iter().all(|relation| relation.run(input, reason.as_deref_mut()))
     }
 }
 

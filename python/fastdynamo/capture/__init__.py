@@ -118,6 +118,7 @@ class _Run:
         if not isinstance(f_builtins, dict):
             f_builtins = vars(f_builtins) if f_builtins is not None else vars(_builtins)
         self.output = OutputGraph()
+        self.output.frame = (localsplus, f_globals, f_builtins, closure)
         self.prior_grad = torch.is_grad_enabled()
         self.output.add_guard(None, grad_mode(self.prior_grad))
         # Frames are not compiled under autocast or inference mode (convert_frame.py); the

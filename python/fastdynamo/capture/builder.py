@@ -25,7 +25,7 @@ import math
 import operator
 import types
 import weakref
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
@@ -113,6 +113,24 @@ def is_torch_callable(value: Any) -> bool:
     return isinstance(owner, types.ModuleType) and owner.__name__.startswith("torch")
 
 
+def _refusing_cycles(wrap: Callable[[Any, Any, Source | None], VariableTracker]):
+    """Containers are wrapped item by item: one inside itself (reached again while its
+    items are being wrapped) would never end, so it is refused."""
+    @functools.wraps(wrap)
+    def wrap_once(tx, value: Any, source: Source | None) -> VariableTracker:
+        if not isinstance(value, (list, tuple, dict)):
+            return wrap(tx, value, source)
+        if id(value) in tx.output.wrapping:
+            raise unsupported(f"a {type(value).__name__} that contains itself")
+        tx.output.wrapping.add(id(value))
+        try:
+            return wrap(tx, value, source)
+        finally:
+            tx.output.wrapping.discard(id(value))
+    return wrap_once
+
+
+@_refusing_cycles
 def wrap_value(tx, value: Any, source: Source | None) -> VariableTracker:
     """Model ``value`` (read from ``source``) as a VariableTracker and guard it."""
     from .variables.builtins import BuiltinVariable, OperatorVariable, is_modelled_builtin

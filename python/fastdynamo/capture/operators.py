@@ -143,8 +143,17 @@ def _identical(left: VariableTracker, right: VariableTracker) -> bool:
 
 def is_same(left: VariableTracker, right: VariableTracker) -> bool:
     """``left is right`` when it is decidable at trace time."""
+    from .variables.misc import UserObjectVariable
+    from .variables.user_objects import NewObjectVariable
+
     if left is right:
         return True
+    if isinstance(left, NewObjectVariable) or isinstance(right, NewObjectVariable):
+        return False  # an object the frame made has one tracker, which is not the other
+    for obj, other in ((left, right), (right, left)):
+        if isinstance(obj, UserObjectVariable) and other.is_python_constant() \
+                and type(other.as_python_constant()) is not obj.python_type():
+            return False  # the object's type is guarded: it is not a constant of another type
     if isinstance(left, TensorVariable) and isinstance(right, TensorVariable):
         return left.example is right.example
     if isinstance(left, TensorVariable) or isinstance(right, TensorVariable):

@@ -33,7 +33,7 @@ from .. import config
 from ..exc import unsupported
 from ..fx.passes import eliminate_dead_code, mutates_first_argument
 from ..guards import Guard, tensor_match
-from ..guards.sources import Source
+from ..guards.sources import Source, resolve
 
 
 @dataclass
@@ -63,6 +63,9 @@ class OutputGraph:
         self.mutates_inputs = False  # an op writes to a graph input (or a view of one)
         self.draws_random = False  # an op consumes the random number generator
         self.traced_handlers = False  # some traced code has try/with blocks (fallback.py)
+        self.wrapping: set[int] = set()  # ids of the containers wrap_value is inside
+        # (argument values, globals, builtins, closure) of the compiled frame at entry
+        self.frame: tuple[list, dict, dict, tuple | None] | None = None
 
     def count_step(self) -> None:
         """One more instruction traced; past ``config.max_trace_steps`` the trace gives up
@@ -71,6 +74,15 @@ class OutputGraph:
         if self.steps > config.max_trace_steps:
             raise unsupported(f"trace longer than {config.max_trace_steps} instructions "
                               "(config.max_trace_steps)")
+
+    def resolve(self, source: Source) -> Any:
+        """The object at ``source`` now (at frame entry: the trace has changed nothing)."""
+        if self.frame is None:
+            raise unsupported(f"{source.name()} cannot be read in this trace")
+        try:
+            return resolve(source, *self.frame)
+        except Exception as err:  # noqa: BLE001 - the guard would fail the same way
+            raise unsupported(f"{source.name()} could not be read: {type(err).__name__}") from err
 
     # -- guards -----------------------------------------------------------------
     def add_guard(self, source: Source | None, check: tuple) -> None:
@@ -81,7 +93,9 @@ class OutputGraph:
 
     @property
     def guards(self) -> list[Guard]:
-        return list(self._guards.values())
+        """Every guard of the capture: those recorded, then the relations between objects
+        that the side effects relied on (known only once the trace is over)."""
+        return list(self._guards.values()) + self.side_effects.relation_guards()
 
     # -- inputs -----------------------------------------------------------------
     def add_tensor_input(self, tensor: torch.Tensor, source: Source):

@@ -22,13 +22,17 @@ Values a source names are the values the frame started with: codegen loads them 
 the first effect.
 
 **Identity.** Pending state is keyed by the real object (``id``), so every path to one
-object sees it. Guards check sources one at a time and cannot say that two sources are,
-or are not, the same object. So when the frame mutates an object reached through two
-sources, or mutates one object while it also reads another of the same kind (type;
-for cells, variable name) through another source, those objects are pinned with
-``id_is`` guards if every such source hangs off long-lived state (a module guarded by
-identity, a global, the closure); otherwise the frame is :class:`Unsupported` (pinning a
-fresh argument would recompile on every call). Objects guarded by identity (modules)
+object sees it. When the frame mutates an object reached through two sources, or
+mutates one object while it also reads another of the same kind (type; for cells,
+variable name) through another source, the trace relied on which of those sources are
+one object. Those objects are pinned with ``id_is`` guards if every such source hangs
+off long-lived state (a module guarded by identity, a global, the closure); otherwise
+the relation itself is guarded (:meth:`SideEffects.relation_guards`, checked natively):
+``same_object`` over the paths of one mutated object, ``distinct_objects`` over one
+path of each object of a kind of which one is mutated (read-only objects of that kind
+too, and their own paths as one object: a stricter guard than needed, which can only
+cost a recompile). Cells are never related by guards (a cell is reached only through
+its function): their aliasing is unsupported. Objects guarded by identity (modules)
 never conflict; closure cells of different variables are never one cell (a cell is
 reached under the name of its variable; closures built by hand with
 ``types.FunctionType(..., closure)`` are assumed not to rename cells).
@@ -56,7 +60,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from ..exc import Unsupported, unsupported
-from ..guards import id_is
+from ..guards import Guard, distinct_objects, id_is, same_object
 from ..guards.sources import AttrSource, ClosureSource, GlobalSource, ItemSource, Source, TypeSource
 from ..plans import (
     BuildDict,
@@ -123,6 +127,10 @@ class SideEffects:
         self._by_source: dict[Source, _Tracked] = {}
         self._stores: dict[tuple, _Store] = {}
         self._containers: dict[int, tuple[VariableTracker, Source, Where | None]] = {}
+        # relations the trace relied on, guarded by relation_guards(): objects reached by
+        # several paths, and kinds whose objects must stay distinct
+        self._related_entries: dict[int, _Tracked] = {}
+        self._distinct_kinds: list[Any] = []
 
     def __bool__(self) -> bool:
         return bool(self._stores or self._containers)
@@ -158,6 +166,9 @@ class SideEffects:
             self._by_source[source] = entry
             if entry.mutated:
                 self._check_alone(entry)
+            for other in list(self._tracked.values()):
+                if other.mutated and other is not entry:
+                    self._check_distinct(other, entry)  # the new path too
         if entry.variable is None:
             entry.variable = variable
 
@@ -183,7 +194,8 @@ class SideEffects:
                               "(side effect)")
         if not entry.pinned:
             self._settle([entry], f"{first} and {second} are the same object and the frame mutates it; "
-                                  "guards cannot check that they stay one object (side effect)")
+                                  "guards cannot check that they stay one object (side effect)",
+                         relate=lambda: self._related_entries.setdefault(id(entry.obj), entry))
 
     def _check_distinct(self, mutated: _Tracked, other: _Tracked) -> None:
         if other.kind != mutated.kind or (mutated.pinned and other.pinned):
@@ -191,24 +203,55 @@ class SideEffects:
         kind = mutated.kind[0] if isinstance(mutated.kind, tuple) else mutated.kind.__qualname__
         self._settle([mutated, other], f"the frame mutates {mutated.sources[0].name()} and reads "
                                        f"{other.sources[0].name()}, another {kind} object; guards "
-                                       "cannot check that they are different objects (side effect)")
+                                       "cannot check that they are different objects (side effect)",
+                     relate=lambda: self._relate_kind(mutated.kind))
 
-    def _settle(self, entries: list[_Tracked], reason: str) -> None:
+    def _relate_kind(self, kind: Any) -> None:
+        if kind not in self._distinct_kinds:
+            self._distinct_kinds.append(kind)
+
+    def _settle(self, entries: list[_Tracked], reason: str, relate: Callable[[], Any]) -> None:
         """Objects whose identity the trace relied on (one object through two sources, or
         two objects of a kind, one mutated): pinned with ``id_is`` guards when every
         source hangs off state that outlives a call (a module guarded by identity, a
-        global, the closure), so later calls see the same objects; otherwise
-        Unsupported (pinning a fresh argument would recompile on every call)."""
+        global, the closure), so later calls see the same objects; otherwise the relation
+        is recorded (``relate``) and guarded by :meth:`relation_guards`. Cells cannot be
+        related by guards: Unsupported."""
         unpinned = [entry for entry in entries if not entry.pinned]
-        if self._add_guard is None or any(isinstance(entry.kind, tuple) for entry in unpinned) \
-                or not all(self._long_lived(s) for entry in unpinned for s in entry.sources
-                           if s not in entry.pinned_sources):
+        if self._add_guard is None or any(isinstance(entry.kind, tuple) for entry in unpinned):
             raise unsupported(reason)  # (a cell is only reached through its function)
+        if not all(self._long_lived(s) for entry in unpinned for s in entry.sources
+                   if s not in entry.pinned_sources):
+            relate()
+            return
         for entry in unpinned:
             for source in entry.sources:
                 if source not in entry.pinned_sources:
                     self._add_guard(source, id_is(entry.obj))
                     entry.pinned_sources.add(source)
+
+    def relation_guards(self) -> list[Guard]:
+        """The relations the trace relied on, as guards (see the module docstring): each
+        object reached through several paths is one object; the objects of each kind of
+        which one is mutated are distinct, each through its first path (its other
+        paths are tied to it by a ``same_object`` guard)."""
+        guards: list[Guard] = []
+        tied: set[int] = set()
+
+        def tie(entry: _Tracked) -> None:
+            if len(entry.sources) > 1 and id(entry.obj) not in tied:
+                tied.add(id(entry.obj))
+                guards.append(Guard(None, same_object(*entry.sources)))
+
+        for entry in self._related_entries.values():
+            tie(entry)
+        for kind in self._distinct_kinds:
+            entries = [entry for entry in self._tracked.values() if entry.kind == kind]
+            if len(entries) > 1:
+                guards.append(Guard(None, distinct_objects(*(entry.sources[0] for entry in entries))))
+                for entry in entries:
+                    tie(entry)
+        return guards
 
     def _long_lived(self, source: Source) -> bool:
         for base in _bases(source):

@@ -19,22 +19,31 @@ from typing import Any, Iterable, Sequence
 from .sources import Source
 
 TORCH_STATE = ("torch_state",)
+RELATION = ("objects",)  # the pseudo-source of checks that relate several sources
+_RELATIONS = {"distinct_objects": "distinct", "same_object": "same"}
 
 
 @dataclass(frozen=True, eq=False)
 class Guard:
-    """One check on one source; ``source`` is None for global torch state."""
+    """One check on one source; ``source`` is None for global torch state and for
+    relations between sources (the check names them)."""
 
     source: Source | None
     check: tuple
 
     def spec(self) -> tuple:
+        if self.check[0] in _RELATIONS:
+            return (RELATION, (_RELATIONS[self.check[0]], tuple(s.spec() for s in self.check[1])))
         return (self.source.spec() if self.source is not None else TORCH_STATE, self.check)
 
     def text(self) -> str:
         """Readable form, as printed by explain and FASTDYNAMO_LOGS=guards."""
         name = self.source.name() if self.source is not None else "torch"
         kind, *args = self.check
+        if kind in _RELATIONS:
+            verb = " is not " if kind == "distinct_objects" else " is "
+            return verb.join(s.name() for s in args[0]) if len(args[0]) == 2 else \
+                f"{kind}({', '.join(s.name() for s in args[0])})"
         if kind == "type_is":
             return f"type({name}) is {_qualname(args[0])}"
         if kind == "id_is":
@@ -110,6 +119,23 @@ def tensor_match(tensor: Any, sizes: Sequence[int | None] | None = None,
     if len(sizes) != tensor.dim() or len(strides) != tensor.dim():
         raise ValueError(f"tensor guard for a {tensor.dim()}-d tensor got sizes {sizes}, strides {strides}")
     return ("tensor", tensor, sizes, strides)
+
+
+def distinct_objects(*sources: Source) -> tuple:
+    """No two of ``sources`` are the same object (a relation: the guard's own source is
+    None). What a trace relies on when it mutates one object and reads another that a
+    later call could pass as the same one."""
+    if len(sources) < 2:
+        raise ValueError("distinct_objects needs at least two sources")
+    return ("distinct_objects", tuple(sources))
+
+
+def same_object(*sources: Source) -> tuple:
+    """All of ``sources`` are one object (a relation, as :func:`distinct_objects`): a
+    trace that reached one object through several paths and mutated it."""
+    if len(sources) < 2:
+        raise ValueError("same_object needs at least two sources")
+    return ("same_object", tuple(sources))
 
 
 def grad_mode(enabled: bool) -> tuple:

@@ -205,13 +205,16 @@ def guard_key(tx, dict_source: Source, name: str, present: bool) -> None:
 
 def has_attribute(tx, obj: VariableTracker, name: str) -> bool:
     """``hasattr(obj, name)`` for a tracked value, exactly, or Unsupported."""
-    from .functions import PartialVariable, UserFunctionVariable
+    from .functions import PartialVariable, UserFunctionVariable, UserMethodVariable
     from .misc import UserObjectVariable
     from .nn_module import NNModuleVariable
     from .user_objects import NewObjectVariable
 
     if isinstance(obj, (UserObjectVariable, NewObjectVariable, NNModuleVariable)):
         return _has_instance_attribute(tx, obj, name)
+    if isinstance(obj, UserMethodVariable):
+        # the method type's attributes, else the function's (method_getattro)
+        return type_lookup(types.MethodType, name) is not MISSING or has_attribute(tx, obj.fn, name)
     if obj.is_python_constant() and not isinstance(obj, UserFunctionVariable):
         return hasattr(obj.as_python_constant(), name)
     cls = obj.python_type()

@@ -341,8 +341,10 @@ def _print(tx, *args, **kwargs):
 
 
 @handles(id)
-def _id(tx, *args):
-    raise unsupported("id() of a traced value")
+def _id(tx, value):
+    from .identity import identity_of
+
+    return ConstantVariable(identity_of(tx, value))
 
 
 @handles(callable)
@@ -368,6 +370,15 @@ def _weakref(tx, *args, **kwargs):
     from .user_objects import make_weakref
 
     return make_weakref(tx, list(args), kwargs)
+
+
+@handles(inspect.signature)
+def _signature(tx, obj, **options):
+    from .signatures import signature_of
+
+    if options:
+        raise unsupported(f"inspect.signature with {', '.join(options)}")
+    return signature_of(tx, obj)
 
 
 @handles(functools.update_wrapper)

@@ -15,7 +15,7 @@ from typing import Any
 
 from ...bytecode import version
 from ...exc import unsupported
-from ...guards import len_is
+from ...guards import id_is, len_is
 from ...guards.sources import AttrSource, ClosureSource, ItemSource
 from .base import VariableTracker
 from .constant import ConstantVariable
@@ -140,6 +140,14 @@ class UserFunctionVariable(BaseFunctionVariable):
             value = getattr(self.fn, name)
             return wrap_value(tx, value, AttrSource(self.source, name)) if self.source is not None \
                 else ConstantVariable(value)
+        if name == "__code__":
+            # immutable, and what the trace inlines: a constant, pinned on the function
+            # (``fn.__code__ = other`` is allowed)
+            if self.source is not None:
+                tx.output.add_guard(AttrSource(self.source, name), id_is(self.fn.__code__))
+            return ConstantVariable(self.fn.__code__, AttrSource(self.source, name) if self.source else None)
+        if name in ("__defaults__", "__kwdefaults__", "__annotations__") and self.source is not None:
+            return wrap_value(tx, getattr(self.fn, name), AttrSource(self.source, name))
         if name in self.fn.__dict__ and self.source is not None:
             # an attribute of the function's own (``__wrapped__``, user flags): read through it
             return wrap_value(tx, self.fn.__dict__[name], AttrSource(self.source, name))
@@ -203,8 +211,22 @@ class UserMethodVariable(VariableTracker):
     def call_function(self, tx, args, kwargs) -> VariableTracker:
         return self.fn.call_function(tx, [self.self_var, *args], kwargs)
 
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        """As ``method_getattro``: the method type's own attributes, then the function's."""
+        if name == "__func__":
+            return self.fn
+        if name == "__self__":
+            return self.self_var
+        if name == "__doc__" or name not in _METHOD_TYPE_ATTRIBUTES:
+            return self.fn.var_getattr(tx, name)  # (the type's __doc__ reads the function's)
+        raise unsupported(f"attribute {name!r} of a bound method")
+
     def describe(self) -> str:
         return f"UserMethodVariable({self.fn.describe()})"
+
+
+# What ``types.MethodType`` itself answers (found on the type before the function is asked).
+_METHOD_TYPE_ATTRIBUTES = frozenset(dir(types.MethodType))
 
 
 class PartialVariable(VariableTracker):
