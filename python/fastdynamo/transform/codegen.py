@@ -49,6 +49,7 @@ from ..guards.sources import (
     AttrSource,
     BuiltinSource,
     ClosureSource,
+    GenericAttrSource,
     GlobalSource,
     ItemSource,
     LocalSource,
@@ -148,6 +149,11 @@ class _Emitter:
     def attr(self, source: AttrSource) -> list[Instruction]:
         return self.source(source.base) + [create_load_attr(source.attr)]
 
+    def generic_attr(self, source: GenericAttrSource) -> list[Instruction]:
+        # ``object.__getattribute__`` as a constant, like ``type`` below.
+        return [create_push_null(), create_load_const(object.__getattribute__), *self.source(source.base),
+                create_load_const(source.attr), *create_call(2)]
+
     def item(self, source: ItemSource) -> list[Instruction]:
         return self.source(source.base) + [create_load_const(source.key),
                                            create_instruction("BINARY_SUBSCR")]
@@ -246,6 +252,7 @@ _SOURCE_RULES = {
     GlobalSource: _Emitter.global_,
     BuiltinSource: _Emitter.builtin,
     AttrSource: _Emitter.attr,
+    GenericAttrSource: _Emitter.generic_attr,
     ItemSource: _Emitter.item,
     TypeSource: _Emitter.type_of,
 }
