@@ -515,6 +515,10 @@ def iterate(tx, value: VariableTracker) -> IteratorVariable:
         return DictIteratorVariable(value.dict_var, value.kind)
     if value.is_python_constant() and type(value.as_python_constant()) is range:
         return IteratorVariable(ConstantRange(value.as_python_constant()))
+    from .user_iteration import is_user_object, iterate_user_object
+
+    if is_user_object(value):
+        return iterate_user_object(tx, value)
     return snapshot_iterator(value.unpack_var_sequence(tx), [value])
 
 
