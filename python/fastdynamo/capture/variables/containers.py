@@ -306,8 +306,10 @@ class DictVariable(VariableTracker):
 
     def getitem(self, tx, index) -> VariableTracker:
         key = index.as_python_constant()
-        if key not in self.items:
-            raise unsupported(f"KeyError {key!r} in {self.describe()}")
+        if key not in self.items:  # (the keys of a dict from the frame are guarded)
+            from .custom_lookup import raise_in_trace
+
+            raise_in_trace(KeyError, key)  # handled by the trace (Mapping.get), or a break
         return self.items[key]
 
     def check_mutable(self, tx, keys_change: bool = True) -> None:

@@ -33,10 +33,11 @@ from .constant import ConstantVariable
 
 def raise_attribute_error(cls: type, name: str) -> NoReturn:
     """``AttributeError`` raised in the trace (handled there, or a graph break)."""
-    _raise(AttributeError, f"'{cls.__name__}' object has no attribute '{name}'")
+    raise_in_trace(AttributeError, f"'{cls.__name__}' object has no attribute '{name}'")
 
 
-def _raise(cls: type[BaseException], *args) -> NoReturn:
+def raise_in_trace(cls: type[BaseException], *args) -> NoReturn:
+    """``raise cls(*args)`` in the traced code, at the running instruction."""
     from ..opcodes.exceptions import RaisedInTrace
     from .misc import ExceptionVariable
 
@@ -143,7 +144,7 @@ class InstanceDictVariable(VariableTracker):
     def getitem(self, tx, index: VariableTracker) -> VariableTracker:
         found = self.lookup(tx, index)
         if found is None:
-            _raise(KeyError, index.as_python_constant())
+            raise_in_trace(KeyError, index.as_python_constant())
         return found
 
     def var_getattr(self, tx, name: str) -> VariableTracker:

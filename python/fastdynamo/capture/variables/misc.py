@@ -186,7 +186,7 @@ class UserObjectVariable(SpecialMethodCalls, VariableTracker):
             return None
         if self.source is None:
             raise unsupported(f"attribute {name!r} of an object built during the trace")
-        value = instance_dict[name] if name in instance_dict else getattr(self.value, name)
+        value = instance_dict[name] if name in instance_dict else object.__getattribute__(self.value, name)
         return wrap_value(tx, value, instance_attr_source(self.source, type(self.value), name))
 
     def _guard_dict(self, tx, name: str) -> None:
@@ -254,7 +254,7 @@ def _instance_dict(obj: Any) -> Any:
 
 def _slot_is_set(obj: Any, name: str) -> bool:
     try:
-        getattr(obj, name)
+        object.__getattribute__(obj, name)  # the slot, not the class's own lookup
     except AttributeError:
         return False
     return True
