@@ -150,7 +150,8 @@ pub fn parse_source(spec: &Bound<'_, PyAny>) -> Result<SourcePath, Error> {
         ("generic_attr", 3) => {
             let mut path = parse_source(&item(&tuple, 1)?)?;
             let name = str_at(2)?;
-            let text = format!("object.__getattribute__({}, {:?})", path.name(), name.to_string());
+            let attr = name.to_string();
+            let text = format!("object.__getattribute__({}, {attr:?})", path.name());
             path.steps.push((Accessor::GenericAttr(name.unbind()), text));
             Ok(path)
         }

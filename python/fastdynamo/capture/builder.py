@@ -262,7 +262,7 @@ def _looks_itself_up(cls: type) -> bool:
     from .variables.attributes import type_lookup
 
     return isinstance(type_lookup(cls, "__getattribute__"), types.FunctionType) \
-        and not issubclass(cls, (type, torch.Tensor, torch.nn.Module, BaseException))
+        and not issubclass(cls, (type, torch.Tensor, torch.nn.Module, BaseException, enum.Enum))
 
 
 def _user_object(tx, value: Any, source: Source | None) -> VariableTracker:

@@ -26,7 +26,7 @@ class LoadStoreOpcodes:
         value = self.locals[name]
         if isinstance(value, LazyArgument):
             if self._is_varkeywords(name) and type(value.value) is dict:
-                self.output.side_effects.mark_fresh(value.value)
+                self.output.side_effects.mark_fresh(value.value)  # type: ignore[attr-defined]
             value = wrap_value(self, value.value, value.source)
             self.locals[name] = value
         return value

@@ -285,9 +285,9 @@ def has_attribute(tx, obj: VariableTracker, name: str) -> bool:
 def _has_instance_attribute(tx, obj: VariableTracker, name: str) -> bool:
     """User objects and modules: found by the modelled lookup (which guards what it
     read), or absent everywhere the lookup would look (guarded)."""
+    from .custom_lookup import customises_lookup, lookup_or_missing
     from .misc import UserObjectVariable
     from .nn_module import NNModuleVariable
-    from .custom_lookup import customises_lookup, lookup_or_missing
     from .user_objects import NewObjectVariable
 
     if customises_lookup(obj):  # the class's own lookup runs; AttributeError means absent

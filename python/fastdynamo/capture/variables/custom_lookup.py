@@ -13,10 +13,12 @@ exception of the trace: ``__getattr__`` is then called (``slot_tp_getattr_hook``
 ``obj.__dict__`` reached by the generic lookup is a read-only view
 (:class:`InstanceDictVariable`).
 
->>> raise_attribute_error(int, "x")
-Traceback (most recent call last):
-...
-fastdynamo.capture.opcodes.exceptions.RaisedInTrace: AttributeError('int' object has no attribute 'x')
+>>> from fastdynamo.capture.opcodes.exceptions import RaisedInTrace
+>>> try:
+...     raise_attribute_error(int, "x")
+... except RaisedInTrace as raised:
+...     print(raised.exception.cls.__name__, raised.exception.args)
+AttributeError ["'int' object has no attribute 'x'"]
 """
 from __future__ import annotations
 
@@ -26,7 +28,14 @@ from typing import NoReturn
 from ...exc import unsupported
 from ...guards import id_is
 from ...guards.sources import ItemSource, Source
-from .attributes import MISSING, guard_key, has_custom_getattribute, is_data_descriptor, method_source, type_lookup
+from .attributes import (
+    MISSING,
+    guard_key,
+    has_custom_getattribute,
+    is_data_descriptor,
+    method_source,
+    type_lookup,
+)
 from .base import MethodCallVariable, VariableTracker
 from .constant import ConstantVariable
 

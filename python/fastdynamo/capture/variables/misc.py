@@ -97,10 +97,9 @@ class ClassVariable(VariableTracker):
         """``cls.name``: functions and static methods as themselves, class methods bound
         to the class; ``object.__setattr__``/``__init__`` are modelled calls."""
         from ..builder import wrap_value
+        from .custom_lookup import object_getattribute
         from .functions import UserFunctionVariable, UserMethodVariable
         from .user_objects import ModelledCallVariable, object_init, object_new, object_setattr
-
-        from .custom_lookup import object_getattribute
 
         modelled = {"__setattr__": object_setattr, "__init__": object_init, "__new__": object_new,
                     "__getattribute__": object_getattribute}
@@ -196,7 +195,9 @@ class UserObjectVariable(SpecialMethodCalls, VariableTracker):
 
         instance_dict = _instance_dict(self.value)
         if self.source is not None and type(instance_dict) is dict:
-            guard_key(tx, instance_attr_source(self.source, type(self.value), "__dict__"), name, False)
+            dict_source = instance_attr_source(self.source, type(self.value), "__dict__")
+            assert dict_source is not None
+            guard_key(tx, dict_source, name, False)
 
     def store_attr(self, tx, name: str, value: VariableTracker) -> None:
         """``obj.name = value``: the class's own ``__setattr__`` is inlined when it is a

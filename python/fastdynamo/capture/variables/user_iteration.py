@@ -60,7 +60,7 @@ class SequenceProtocolIterator(IteratorVariable):
 
     def __init__(self, obj: VariableTracker, getitem: tuple[Any, Any]):
         self.obj = obj
-        self.getitem = getitem
+        self.item_method = getitem
         self.index = 0
         self.done = False
 
@@ -75,7 +75,7 @@ class SequenceProtocolIterator(IteratorVariable):
         if self.done:
             return None
         try:
-            item = _inline(tx, self.getitem, [self.obj, ConstantVariable(self.index)])
+            item = _inline(tx, self.item_method, [self.obj, ConstantVariable(self.index)])
         except RaisedInTrace as raised:
             if not issubclass(raised.exception.cls, (IndexError, StopIteration)):
                 raise
