@@ -67,6 +67,7 @@ _Source: TypeAlias = (
     | tuple[Literal["global"], str]
     | tuple[Literal["builtin"], str]
     | tuple[Literal["attr"], _Source, str]
+    | tuple[Literal["generic_attr"], _Source, str]  # object.__getattribute__(base, name)
     | tuple[Literal["item"], _Source, Any]  # key: dict lookup for exact dicts, else __getitem__
     | tuple[Literal["type"], _Source]
 )

@@ -12,6 +12,9 @@ pub enum Accessor {
     Builtin(Py<PyString>),
     Closure(usize),
     Attr(Py<PyString>),
+    /// `object.__getattribute__(parent, name)`: the generic lookup, which never runs a
+    /// class's own `__getattribute__` (Hugging Face configs customise theirs).
+    GenericAttr(Py<PyString>),
     Item(Py<PyAny>),
     Type,
     /// `function(parent)`, a pure function of the runtime's own (`dict_items_of`).
@@ -27,6 +30,7 @@ impl Accessor {
             Accessor::Builtin(n) => format!("builtin:{n}"),
             Accessor::Closure(i) => format!("closure:{i}"),
             Accessor::Attr(n) => format!("attr:{n}"),
+            Accessor::GenericAttr(n) => format!("generic_attr:{n}"),
             Accessor::Item(k) => item_key(k.bind(py)),
             Accessor::Type => "type".to_owned(),
             Accessor::Call(f) => format!("call:{:p}", f.as_ptr()),
@@ -54,6 +58,7 @@ impl Accessor {
         let py = parent.py();
         match self {
             Accessor::Attr(name) => parent.getattr(name.bind(py)).ok(),
+            Accessor::GenericAttr(name) => generic_getattr(py).ok()?.call1((parent, name.bind(py))).ok(),
             Accessor::Item(key) => {
                 if let Ok(dict) = parent.cast_exact::<PyDict>() {
                     dict.get_item(key.bind(py)).ok().flatten()
@@ -70,6 +75,18 @@ impl Accessor {
     pub fn is_root(&self) -> bool {
         matches!(self, Accessor::Local(_) | Accessor::Global(_) | Accessor::Builtin(_) | Accessor::Closure(_))
     }
+}
+
+/// `object.__getattribute__`, looked up once per process.
+fn generic_getattr(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
+    static GENERIC_GETATTR: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::new();
+    GENERIC_GETATTR
+        .get_or_try_init(py, || {
+            Ok(py.import(pyo3::intern!(py, "builtins"))?.getattr(pyo3::intern!(py, "object"))?
+                .getattr(pyo3::intern!(py, "__getattribute__"))?
+                .unbind())
+        })
+        .map(|f| f.bind(py))
 }
 
 /// Two item steps share a tree node only when their keys are the same: ints, strings,
@@ -132,6 +149,14 @@ pub fn parse_source(spec: &Bound<'_, PyAny>) -> Result<SourcePath, Error> {
             let name = str_at(2)?;
             let text = format!("{}.{name}", path.name());
             path.steps.push((Accessor::Attr(name.unbind()), text));
+            Ok(path)
+        }
+        ("generic_attr", 3) => {
+            let mut path = parse_source(&item(&tuple, 1)?)?;
+            let name = str_at(2)?;
+            let attr = name.to_string();
+            let text = format!("object.__getattribute__({}, {attr:?})", path.name());
+            path.steps.push((Accessor::GenericAttr(name.unbind()), text));
             Ok(path)
         }
         ("item", 3) => {

@@ -1,5 +1,6 @@
 """Property test: generated programs over user objects, descriptors, ``super()``,
-dataclasses, proxies, modules and function wrappers give eager's results compiled
+dataclasses, proxies, a class with its own ``__getattribute__`` (a Hugging Face style
+``attribute_map``), modules and function wrappers give eager's results compiled
 (values, types, the state of every argument, exceptions), and keep giving them after
 the arguments change between calls (an attribute added or removed, ``forward`` patched
 on a module), which must recompile rather than reuse a stale entry. Graph breaks are
@@ -69,6 +70,25 @@ class Proxy:
         setattr(self._target, name, value)
 
 
+class Mapped:
+    """Attribute lookup through an ``attribute_map``, as Hugging Face configs do."""
+
+    attribute_map = {"hidden": "n"}
+
+    def __init__(self, n):
+        self.n = n
+
+    def __getattribute__(self, key):
+        if key != "attribute_map" and key in super().__getattribute__("attribute_map"):
+            key = super().__getattribute__("attribute_map")[key]
+        return super().__getattribute__(key)
+
+    def __getattr__(self, key):
+        if key.startswith("auto_"):
+            return len(key)
+        raise AttributeError(key)
+
+
 @dataclasses.dataclass
 class Point:
     x: torch.Tensor
@@ -132,11 +152,12 @@ def shifted(t, by=1):
 
 
 NAMESPACE = {"torch": torch, "Base": Base, "Child": Child, "Slotted": Slotted, "Proxy": Proxy,
-             "Point": Point, "shifted": shifted, "twice": twice, "Record": Record, "Bag": Bag}
+             "Point": Point, "shifted": shifted, "twice": twice, "Record": Record, "Bag": Bag,
+             "Mapped": Mapped}
 
 # Over: `a` (the running tensor), `obj` (a Child argument), `s` (a Slotted argument),
-# `px` (a Proxy of obj), `m` (a Net argument), `rec` (a Record argument), `log` (a list
-# returned). {c}: 1..3.
+# `px` (a Proxy of obj), `m` (a Net argument), `rec` (a Record argument), `cf` (a Mapped
+# argument), `log` (a list returned). {c}: 1..3.
 STATEMENTS = [
     "a = a + obj.value() + obj.doubled",
     "obj.doubled = a + {c}\na = a + obj.t",
@@ -156,12 +177,15 @@ STATEMENTS = [
     "a = a + rec[0] + rec['first'] * len(rec) + ('hidden' in rec) + rec.first",
     "a = a + sum(rec.to_tuple()) + len(list(rec.keys()))\nlog.append(rec)",
     "rec['first'] = a * {c}\na = a + rec.first",
+    "a = a * cf.hidden + cf.auto_{c} + getattr(cf, 'nope', {c}) + hasattr(cf, 'extra')",
+    "k = Mapped(a)\na = a + k.hidden + object.__getattribute__(cf, 'n')\nlog.append(k)",
 ]
 RETURNS = ["return a, obj, s, log", "return a, log, obj.t", "return [a, obj, s]", "return a, rec"]
 
 # Changes made to the arguments between the first and the second compiled call.
 CHANGES = ["pass", "obj.extra = 5", "del obj.t", "m.forward = lambda t: t * 7",
-           "s.w = 1.0", "obj.missing_1 = 100", "obj.value = lambda: 3", "rec.hidden = rec.first * 2"]
+           "s.w = 1.0", "obj.missing_1 = 100", "obj.value = lambda: 3", "rec.hidden = rec.first * 2",
+           "cf.n = 2.5", "cf.extra = 1", "cf.attribute_map = {'hidden': 'extra'}\ncf.extra = -1.0"]
 # compiled once: the lambdas of both runs share their code (compared by code and cells)
 _CHANGE_CODE = {change: compile(change, "<change>", "exec") for change in CHANGES}
 
@@ -172,7 +196,7 @@ def programs(draw):
     for _ in range(draw(st.integers(1, 4))):
         body.append(draw(st.sampled_from(STATEMENTS)).format(c=draw(st.integers(1, 3))))
     body.append(draw(st.sampled_from(RETURNS)))
-    source = "def prog(x, obj, s, px, m, rec):\n    a = x\n" + textwrap.indent("\n".join(body), "    ") + "\n"
+    source = "def prog(x, obj, s, px, m, rec, cf):\n    a = x\n" + textwrap.indent("\n".join(body), "    ") + "\n"
     return source, draw(st.sampled_from(CHANGES))
 
 
@@ -185,9 +209,10 @@ def _build(source):
 def _arguments(seed, change):
     torch.manual_seed(seed)
     obj = Child(torch.randn(3))
-    args = [torch.randn(3), obj, Slotted(torch.randn(3)), Proxy(obj), Net(), Record(torch.randn(3))]
+    args = [torch.randn(3), obj, Slotted(torch.randn(3)), Proxy(obj), Net(), Record(torch.randn(3)), Mapped(1.5)]
     if change:
-        exec(_CHANGE_CODE[change], {}, {"obj": obj, "s": args[2], "m": args[4], "rec": args[5]})  # noqa: S102
+        exec(_CHANGE_CODE[change], {}, {"obj": obj, "s": args[2], "m": args[4], "rec": args[5],  # noqa: S102
+                                         "cf": args[6]})
     return args
 
 

@@ -139,6 +139,8 @@ def wrap_value(tx, value: Any, source: Source | None) -> VariableTracker:
         if source is not None:
             tx.output.add_guard(source, check)
 
+    if _looks_itself_up(type(value)):
+        return _user_object(tx, value, source)
     environ = wrap_environ(value, source)
     if environ is not None:
         guard(id_is(value))
@@ -274,6 +276,25 @@ def wrap_value(tx, value: Any, source: Source | None) -> VariableTracker:
         return ExternalWeakRefVariable(source)
     if callable(value) and not hasattr(value, "__dict__"):
         raise unsupported(f"callable of type {type(value).__qualname__}")
+    return _user_object(tx, value, source)
+
+
+def _looks_itself_up(cls: type) -> bool:
+    """Instances of a plain user class with a Python ``__getattribute__``: wrapped
+    without ``isinstance`` checks, which would read ``obj.__class__`` through it (the
+    user's code, run by the compiler)."""
+    from .variables.attributes import type_lookup
+
+    return isinstance(type_lookup(cls, "__getattribute__"), types.FunctionType) \
+        and not issubclass(cls, (type, torch.Tensor, torch.nn.Module, BaseException, enum.Enum))
+
+
+def _user_object(tx, value: Any, source: Source | None) -> VariableTracker:
+    """An instance of a user class, guarded on its type."""
+    def guard(check: tuple) -> None:
+        if source is not None:
+            tx.output.add_guard(source, check)
+
     if source is None:
         raise unsupported(f"object of type {type(value).__qualname__} without a source")
     if _in_function_constants(source) or type(value) in _SENTINEL_TYPES:

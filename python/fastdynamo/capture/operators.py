@@ -194,6 +194,14 @@ def contains_op(tx, item: VariableTracker, container: VariableTracker) -> bool:
         return container.contains(tx, item)
     if isinstance(container, EnvironVariable):
         return container.contains(tx, item)
+    from .variables.custom_lookup import InstanceDictVariable
+
+    if isinstance(container, InstanceDictVariable):
+        return container.contains(tx, item)
+    from .variables.user_iteration import is_user_object, user_contains
+
+    if is_user_object(container):
+        return user_contains(tx, container, item)
     if isinstance(container, BaseSequenceVariable):
         if isinstance(container, TupleVariable):
             container.check_plain("__contains__", "__iter__")

@@ -61,7 +61,15 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from ..exc import Unsupported, unsupported
 from ..guards import Guard, distinct_objects, id_is, same_object
-from ..guards.sources import AttrSource, ClosureSource, GlobalSource, ItemSource, Source, TypeSource
+from ..guards.sources import (
+    AttrSource,
+    ClosureSource,
+    GenericAttrSource,
+    GlobalSource,
+    ItemSource,
+    Source,
+    TypeSource,
+)
 from ..plans import (
     BuildDict,
     BuildList,
@@ -131,6 +139,7 @@ class SideEffects:
         # several paths, and kinds whose objects must stay distinct
         self._related_entries: dict[int, _Tracked] = {}
         self._distinct_kinds: list[Any] = []
+        self._fresh: set[int] = set()
 
     def __bool__(self) -> bool:
         return bool(self._stores or self._containers)
@@ -197,8 +206,15 @@ class SideEffects:
                                   "guards cannot check that they stay one object (side effect)",
                          relate=lambda: self._related_entries.setdefault(id(entry.obj), entry))
 
+    def mark_fresh(self, obj: Any) -> None:
+        """``obj`` was made for this call (the compiled frame's ``**kwargs`` dict): no
+        other source reaches it, so it is distinct from every other object."""
+        self._fresh.add(id(obj))
+
     def _check_distinct(self, mutated: _Tracked, other: _Tracked) -> None:
         if other.kind != mutated.kind or (mutated.pinned and other.pinned):
+            return
+        if id(mutated.obj) in self._fresh or id(other.obj) in self._fresh:
             return
         kind = mutated.kind[0] if isinstance(mutated.kind, tuple) else mutated.kind.__qualname__
         self._settle([mutated, other], f"the frame mutates {mutated.sources[0].name()} and reads "
@@ -348,7 +364,8 @@ def _bases(source: Source | None) -> Iterator[Source]:
     """``source`` and the sources it is read from, innermost first (``a.b[0]``, ``a.b``, ``a``)."""
     while source is not None:
         yield source
-        source = source.base if isinstance(source, (AttrSource, ItemSource, TypeSource)) else None
+        source = source.base if isinstance(source, (AttrSource, GenericAttrSource, ItemSource, TypeSource)) \
+            else None
 
 
 def _target_name(store: _Store) -> str:

@@ -103,6 +103,22 @@ class AttrSource(Source):
 
 
 @dataclass(frozen=True)
+class GenericAttrSource(Source):
+    """``object.__getattribute__(base, attr)``: the generic lookup (data descriptor,
+    instance dict, class), for objects whose class customises ``__getattribute__``; a
+    guard or a load through it never runs the class's own lookup."""
+
+    base: Source
+    attr: str
+
+    def name(self) -> str:
+        return f"object.__getattribute__({self.base.name()}, {self.attr!r})"
+
+    def spec(self) -> tuple:
+        return ("generic_attr", self.base.spec(), self.attr)
+
+
+@dataclass(frozen=True)
 class ItemSource(Source):
     """``base[key]`` for a constant, hashable key (int, str, ...)."""
 
@@ -174,6 +190,9 @@ def resolve(source: Source, f_locals: list[Any], f_globals: dict, f_builtins: di
         return closure[source.index].cell_contents
     if isinstance(source, AttrSource):
         return getattr(resolve(source.base, f_locals, f_globals, f_builtins, closure), source.attr)
+    if isinstance(source, GenericAttrSource):
+        return object.__getattribute__(resolve(source.base, f_locals, f_globals, f_builtins, closure),
+                                       source.attr)
     if isinstance(source, ItemSource):
         return resolve(source.base, f_locals, f_globals, f_builtins, closure)[source.key]
     if isinstance(source, TypeSource):

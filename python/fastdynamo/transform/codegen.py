@@ -50,6 +50,7 @@ from ..guards.sources import (
     BuiltinSource,
     ClosureSource,
     DictItemsSource,
+    GenericAttrSource,
     GlobalSource,
     ItemSource,
     LocalSource,
@@ -149,6 +150,11 @@ class _Emitter:
 
     def attr(self, source: AttrSource) -> list[Instruction]:
         return self.source(source.base) + [create_load_attr(source.attr)]
+
+    def generic_attr(self, source: GenericAttrSource) -> list[Instruction]:
+        # ``object.__getattribute__`` as a constant, like ``type`` below.
+        return [create_push_null(), create_load_const(object.__getattribute__), *self.source(source.base),
+                create_load_const(source.attr), *create_call(2)]
 
     def item(self, source: ItemSource) -> list[Instruction]:
         return self.source(source.base) + [create_load_const(source.key),
@@ -252,6 +258,7 @@ _SOURCE_RULES = {
     GlobalSource: _Emitter.global_,
     BuiltinSource: _Emitter.builtin,
     AttrSource: _Emitter.attr,
+    GenericAttrSource: _Emitter.generic_attr,
     ItemSource: _Emitter.item,
     TypeSource: _Emitter.type_of,
     DictItemsSource: _Emitter.dict_items_of,

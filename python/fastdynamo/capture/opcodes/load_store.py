@@ -25,9 +25,20 @@ class LoadStoreOpcodes:
             raise unsupported(f"local variable {name!r} referenced before assignment")
         value = self.locals[name]
         if isinstance(value, LazyArgument):
+            if self._is_varkeywords(name) and type(value.value) is dict:
+                self.output.side_effects.mark_fresh(value.value)  # type: ignore[attr-defined]
             value = wrap_value(self, value.value, value.source)
             self.locals[name] = value
         return value
+
+    def _is_varkeywords(self, name: str) -> bool:
+        """``name`` is the compiled frame's ``**kwargs``: a dict CPython makes for each
+        call, which nothing else can reach when the frame starts."""
+        code = self.code  # type: ignore[attr-defined]
+        if self.depth or not code.co_flags & version.CO_VARKEYWORDS:  # type: ignore[attr-defined]
+            return False
+        index = code.co_argcount + code.co_kwonlyargcount + bool(code.co_flags & version.CO_VARARGS)
+        return code.co_varnames[index] == name
 
     def LOAD_FAST(self, inst):
         self.push(self._load_local(inst.argval))

@@ -26,7 +26,7 @@ from typing import Any
 
 from ...exc import unsupported
 from ...guards import id_is
-from ...guards.sources import AttrSource, Source, TypeSource
+from ...guards.sources import AttrSource, GenericAttrSource, Source, TypeSource
 from .base import VariableTracker
 
 MISSING = object()
@@ -57,26 +57,40 @@ def is_data_descriptor(value: Any) -> bool:
     return hasattr(type(value), "__set__") or hasattr(type(value), "__delete__")
 
 
-# The ``__getattribute__`` of these built-in types is ``PyObject_GenericGetAttr``, the
-# lookup of ``object.__getattribute__``: CPython lists a wrapper of it in each type's own
-# ``__dict__`` only because the type fills the slot itself (so a subclass of ``dict``
-# finds ``dict.__getattribute__`` first and does not customise anything).
-_GENERIC_GETATTRIBUTE = tuple(klass.__dict__["__getattribute__"] for klass in (
-    object, dict, list, tuple, set, frozenset, int, float, complex, str, bytes))
+# ``__getattribute__`` of built-in types whose slot is CPython's generic lookup
+# (``PyObject_GenericGetAttr``): a subclass of ``dict`` (``ModelOutput``) looks up its
+# attributes exactly as a plain object does.
+_GENERIC_GETATTRIBUTE = tuple(base.__dict__["__getattribute__"] for base in (
+    object, dict, list, tuple, set, frozenset, int, float, complex, str, bytes, BaseException))
+
+
+def is_generic_getattribute(attr: Any) -> bool:
+    """``attr`` (a class's ``__getattribute__``) is the generic lookup."""
+    return any(attr is generic for generic in _GENERIC_GETATTRIBUTE)
 
 
 def has_custom_getattribute(cls: type) -> bool:
-    """Whether ``cls`` (or a class on its MRO) replaces the generic attribute lookup."""
-    found = type_lookup(cls, "__getattribute__")
-    return not any(found is generic for generic in _GENERIC_GETATTRIBUTE)
+    """``cls`` defines its own ``__getattribute__`` (a Python function or a C slot)."""
+    return not is_generic_getattribute(type_lookup(cls, "__getattribute__"))
+
+
+def instance_attr_source(instance_source: Source | None, cls: type, name: str) -> Source | None:
+    """Where ``obj.name``, as the generic lookup finds it, is read again: ``obj.name``,
+    or ``object.__getattribute__(obj, name)`` when ``cls`` customises the lookup (a guard
+    must neither run the class's own lookup nor get another answer from it)."""
+    if instance_source is None:
+        return None
+    if has_custom_getattribute(cls):
+        return GenericAttrSource(instance_source, name)
+    return AttrSource(instance_source, name)
 
 
 def method_source(instance_source: Source | None, class_source: Source | None,
-                  name: str) -> Source | None:
+                  name: str, cls: type = object) -> Source | None:
     """Where the function behind ``obj.name`` is found again: ``obj.name.__func__``
     (through the instance, so shadowing it fails the guard), else ``cls.name``."""
     if instance_source is not None:
-        return AttrSource(AttrSource(instance_source, name), "__func__")
+        return AttrSource(instance_attr_source(instance_source, cls, name), "__func__")  # type: ignore[arg-type]
     if class_source is not None:
         return AttrSource(class_source, name)
     return None
@@ -90,16 +104,17 @@ def class_attribute(tx, owner: VariableTracker, cls: type, name: str, attr: Any,
     from .functions import UserFunctionVariable, UserMethodVariable
     from .misc import ClassVariable
 
+    through = instance_attr_source(instance_source, cls, name) if instance_source is not None else \
+        AttrSource(class_source, name) if class_source is not None else None
     if isinstance(attr, types.FunctionType):
-        source = method_source(instance_source, class_source, name)
+        source = method_source(instance_source, class_source, name, cls)
         if source is not None:
             tx.output.add_guard(source, id_is(attr))
         return UserMethodVariable(UserFunctionVariable(attr, source), owner)
     if isinstance(attr, staticmethod) and isinstance(attr.__func__, types.FunctionType):
-        base = instance_source if instance_source is not None else class_source
-        return wrap_value(tx, attr.__func__, AttrSource(base, name) if base is not None else None)
+        return wrap_value(tx, attr.__func__, through)
     if isinstance(attr, classmethod) and isinstance(attr.__func__, types.FunctionType):
-        source = method_source(instance_source, class_source, name)
+        source = method_source(instance_source, class_source, name, cls)
         if source is not None:
             tx.output.add_guard(source, id_is(attr.__func__))
         cls_source = TypeSource(instance_source) if instance_source is not None else class_source
@@ -112,8 +127,7 @@ def class_attribute(tx, owner: VariableTracker, cls: type, name: str, attr: Any,
         if bound is not None:
             return bound
         raise unsupported(f"attribute {cls.__qualname__}.{name} of kind {type(attr).__name__}")
-    base = instance_source if instance_source is not None else class_source
-    return wrap_value(tx, attr, AttrSource(base, name) if base is not None else None)
+    return wrap_value(tx, attr, through)
 
 
 def property_get(tx, owner: VariableTracker, cls: type, name: str, prop: property,
@@ -151,16 +165,48 @@ def _accessor_source(tx, prop: property, which: str, class_source: Source | None
 def instance_getattr(tx, owner: VariableTracker, cls: type, name: str, own,
                      instance_source: Source | None, class_source: Source | None,
                      guard_absent=None) -> VariableTracker:
-    """``obj.name`` through ``object.__getattribute__``'s steps. ``own(name)`` reads the
+    """``obj.name`` as ``type(obj)``'s attribute slot runs it (``slot_tp_getattr_hook``):
+    the class's own ``__getattribute__`` (a Python function, inlined) or the generic
+    lookup (:func:`generic_getattr`); when that raises ``AttributeError`` and the class
+    defines ``__getattr__``, ``__getattr__(obj, name)``. ``own(name)`` reads the
     instance's own storage (dict or slot: a pending store, the real value, or None when
-    absent); ``guard_absent()`` guards that the instance dict stays as it is before the
-    lookup falls through to ``__getattr__``."""
+    absent); ``guard_absent()`` guards that the instance dict stays without ``name``."""
+    from ..opcodes.exceptions import RaisedInTrace
+    from .custom_lookup import call_custom_getattribute
+
+    fallback = type_lookup(cls, "__getattr__")
+    try:
+        if has_custom_getattribute(cls):
+            return call_custom_getattribute(tx, owner, cls, name, class_source)
+        return generic_getattr(tx, owner, cls, name, own, instance_source, class_source, guard_absent)
+    except RaisedInTrace as raised:
+        if fallback is MISSING or not issubclass(raised.exception.cls, AttributeError):
+            raise
+    return call_getattr_fallback(tx, owner, cls, name, fallback, class_source)
+
+
+def call_getattr_fallback(tx, owner: VariableTracker, cls: type, name: str, fallback: Any,
+                          class_source: Source | None) -> VariableTracker:
+    """``type(obj).__getattr__(obj, name)`` after the lookup raised ``AttributeError``."""
     from .constant import ConstantVariable
     from .functions import UserFunctionVariable
+
+    if not isinstance(fallback, types.FunctionType):
+        raise unsupported(f"{cls.__qualname__}.__getattr__ of kind {type(fallback).__name__}")
+    source = method_source(None, class_source, "__getattr__")
+    if source is not None:
+        tx.output.add_guard(source, id_is(fallback))
+    return UserFunctionVariable(fallback, source).call_function(tx, [owner, ConstantVariable(name)], {})
+
+
+def generic_getattr(tx, owner: VariableTracker, cls: type, name: str, own,
+                    instance_source: Source | None, class_source: Source | None,
+                    guard_absent=None) -> VariableTracker:
+    """``object.__getattribute__(obj, name)``: data descriptor on the type > instance
+    dict > other class attribute; else ``AttributeError``, raised in the trace (after
+    ``guard_absent()``), which the caller's ``try`` or ``hasattr`` may handle."""
     from .misc import ClassVariable
 
-    if has_custom_getattribute(cls):
-        raise unsupported(f"{cls.__qualname__} customises __getattribute__")
     attr = type_lookup(cls, name)
     if attr is not MISSING and is_data_descriptor(attr):
         if isinstance(attr, property):
@@ -171,21 +217,30 @@ def instance_getattr(tx, owner: VariableTracker, cls: type, name: str, own,
             found = own(name)
             if found is not None:
                 return found
+        if name == "__dict__" and is_instance_dict_descriptor(attr):
+            from .custom_lookup import InstanceDictVariable
+
+            return InstanceDictVariable(owner, instance_attr_source(instance_source, cls, name))
         raise unsupported(f"attribute {cls.__qualname__}.{name} of kind {type(attr).__name__}")
     found = own(name)
     if found is not None:
         return found
     if attr is not MISSING:
         return class_attribute(tx, owner, cls, name, attr, instance_source, class_source)
-    fallback = type_lookup(cls, "__getattr__")
-    if isinstance(fallback, types.FunctionType):
-        if guard_absent is not None:
-            guard_absent()
-        source = method_source(None, class_source, "__getattr__")
-        if source is not None:
-            tx.output.add_guard(source, id_is(fallback))
-        return UserFunctionVariable(fallback, source).call_function(tx, [owner, ConstantVariable(name)], {})
-    raise unsupported(f"{cls.__qualname__} object has no attribute {name!r} (AttributeError)")
+    if guard_absent is not None:
+        guard_absent()
+    from .custom_lookup import raise_attribute_error
+
+    raise_attribute_error(cls, name)
+
+
+def is_instance_dict_descriptor(attr: Any) -> bool:
+    """The ``__dict__`` getset a class statement gives its instances."""
+    return type(attr) is types.GetSetDescriptorType and attr.__name__ == "__dict__" \
+        and bool(attr.__objclass__.__flags__ & _HEAPTYPE)
+
+
+_HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE
 
 
 def generic_setattr_target(cls: type, name: str) -> Any:
@@ -238,10 +293,13 @@ def has_attribute(tx, obj: VariableTracker, name: str) -> bool:
 def _has_instance_attribute(tx, obj: VariableTracker, name: str) -> bool:
     """User objects and modules: found by the modelled lookup (which guards what it
     read), or absent everywhere the lookup would look (guarded)."""
+    from .custom_lookup import customises_lookup, lookup_or_missing
     from .misc import UserObjectVariable
     from .nn_module import NNModuleVariable
     from .user_objects import NewObjectVariable
 
+    if customises_lookup(obj):  # the class's own lookup runs; AttributeError means absent
+        return lookup_or_missing(tx, obj, name) is not None
     cls = obj.python_type()
     if isinstance(obj, NewObjectVariable):
         if name in obj.attrs or type_lookup(cls, name) is not MISSING:

@@ -133,6 +133,11 @@ def _getattr(tx, obj, name, *default):
     """``getattr(obj, name[, default])``: the default only when the attribute is really
     absent (decided exactly, as ``hasattr``), never because modelling it failed."""
     attr = name.as_python_constant()
+    from .custom_lookup import customises_lookup, lookup_or_missing
+
+    if customises_lookup(obj):  # the lookup runs once; its AttributeError means absent
+        found = lookup_or_missing(tx, obj, attr) if default else obj.var_getattr(tx, attr)
+        return found if found is not None else default[0]
     if not _has_attribute(tx, obj, attr):
         if default:
             return default[0]

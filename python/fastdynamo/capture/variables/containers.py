@@ -306,8 +306,10 @@ class DictVariable(VariableTracker):
 
     def getitem(self, tx, index) -> VariableTracker:
         key = index.as_python_constant()
-        if key not in self.items:
-            raise unsupported(f"KeyError {key!r} in {self.describe()}")
+        if key not in self.items:  # (the keys of a dict from the frame are guarded)
+            from .custom_lookup import raise_in_trace
+
+            raise_in_trace(KeyError, key)  # handled by the trace (Mapping.get), or a break
         return self.items[key]
 
     def check_mutable(self, tx, keys_change: bool = True) -> None:
@@ -519,6 +521,10 @@ def iterate(tx, value: VariableTracker) -> IteratorVariable:
         return DictIteratorVariable(value.dict_var, value.kind)
     if value.is_python_constant() and type(value.as_python_constant()) is range:
         return IteratorVariable(ConstantRange(value.as_python_constant()))
+    from .user_iteration import is_user_object, iterate_user_object
+
+    if is_user_object(value):
+        return iterate_user_object(tx, value)
     return snapshot_iterator(value.unpack_var_sequence(tx), [value])
 
 

@@ -14,7 +14,9 @@ from ...guards import id_is, type_is
 from ...guards.sources import AttrSource, TypeSource
 from .attributes import (
     MISSING,
+    generic_getattr,
     generic_setattr_target,
+    instance_attr_source,
     instance_getattr,
     method_source,
     property_set,
@@ -95,10 +97,12 @@ class ClassVariable(VariableTracker):
         """``cls.name``: functions and static methods as themselves, class methods bound
         to the class; ``object.__setattr__``/``__init__`` are modelled calls."""
         from ..builder import wrap_value
+        from .custom_lookup import object_getattribute
         from .functions import UserFunctionVariable, UserMethodVariable
         from .user_objects import ModelledCallVariable, object_init, object_new, object_setattr
 
-        modelled = {"__setattr__": object_setattr, "__init__": object_init, "__new__": object_new}
+        modelled = {"__setattr__": object_setattr, "__init__": object_init, "__new__": object_new,
+                    "__getattribute__": object_getattribute}
         if self.cls is object and name in modelled:
             return ModelledCallVariable(modelled[name], f"object.{name}")
         source = AttrSource(self.source, name) if self.source else None
@@ -163,6 +167,13 @@ class UserObjectVariable(SpecialMethodCalls, VariableTracker):
         return instance_getattr(tx, self, cls, name, lambda attr: self._own(tx, attr), self.source,
                                 class_source, guard_absent=lambda: self._guard_dict(tx, name))
 
+    def generic_getattr(self, tx, name: str) -> VariableTracker:
+        """``object.__getattribute__(obj, name)``."""
+        cls = type(self.value)
+        class_source = TypeSource(self.source) if self.source is not None else None
+        return generic_getattr(tx, self, cls, name, lambda attr: self._own(tx, attr), self.source,
+                               class_source, guard_absent=lambda: self._guard_dict(tx, name))
+
     def _own(self, tx, name: str) -> VariableTracker | None:
         """The instance's own ``name`` (dict entry or slot), or None when it has none."""
         from ..builder import wrap_value
@@ -179,16 +190,19 @@ class UserObjectVariable(SpecialMethodCalls, VariableTracker):
             return None
         if self.source is None:
             raise unsupported(f"attribute {name!r} of an object built during the trace")
-        value = instance_dict[name] if name in instance_dict else getattr(self.value, name)
-        return wrap_value(tx, value, AttrSource(self.source, name))
+        value = instance_dict[name] if name in instance_dict else object.__getattribute__(self.value, name)
+        return wrap_value(tx, value, instance_attr_source(self.source, type(self.value), name))
 
     def _guard_dict(self, tx, name: str) -> None:
         """The lookup fell through to ``__getattr__``: ``name`` must stay out of the
         instance dict for that to hold on later calls."""
         from .attributes import guard_key
 
-        if self.source is not None and type(getattr(self.value, "__dict__", None)) is dict:
-            guard_key(tx, AttrSource(self.source, "__dict__"), name, False)
+        instance_dict = _instance_dict(self.value)
+        if self.source is not None and type(instance_dict) is dict:
+            dict_source = instance_attr_source(self.source, type(self.value), "__dict__")
+            assert dict_source is not None
+            guard_key(tx, dict_source, name, False)
 
     def store_attr(self, tx, name: str, value: VariableTracker) -> None:
         """``obj.name = value``: the class's own ``__setattr__`` is inlined when it is a
@@ -237,9 +251,16 @@ class UserObjectVariable(SpecialMethodCalls, VariableTracker):
 OBJECT_SETATTR = object.__dict__["__setattr__"]
 
 
+def _instance_dict(obj: Any) -> Any:
+    try:
+        return object.__getattribute__(obj, "__dict__")
+    except AttributeError:
+        return None
+
+
 def _slot_is_set(obj: Any, name: str) -> bool:
     try:
-        getattr(obj, name)
+        object.__getattribute__(obj, name)  # the slot, not the class's own lookup
     except AttributeError:
         return False
     return True

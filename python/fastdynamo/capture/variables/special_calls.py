@@ -23,6 +23,11 @@ class SpecialMethodCalls(VariableTracker):
 
         return call_special(tx, self, "__getitem__", [index], {})
 
+    def unpack_var_sequence(self, tx) -> list[VariableTracker]:
+        from .user_iteration import iterate_user_object
+
+        return iterate_user_object(tx, self).unpack_var_sequence(tx)
+
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
         from ..dunders import call_special
 

@@ -89,6 +89,13 @@ class SuperVariable(VariableTracker):
             return ModelledCallVariable(lambda tx, a, k: obj.call_module(tx, a, k), "nn.Module.__call__")
         if attr is object.__dict__["__init__"]:
             return ModelledCallVariable(lambda tx, a, k: object_init(tx, [obj, *a], k), "object.__init__")
+        from .attributes import is_generic_getattribute
+
+        if is_generic_getattribute(attr):
+            from .custom_lookup import object_getattribute
+
+            return ModelledCallVariable(lambda tx, a, k: object_getattribute(tx, [obj, *a], k),
+                                        "object.__getattribute__")
         if attr is object.__dict__["__setattr__"]:
             return ModelledCallVariable(lambda tx, a, k: object_setattr(tx, [obj, *a], k),
                                         "object.__setattr__")

@@ -31,6 +31,7 @@ from ...guards import id_is
 from ...guards.sources import AttrSource
 from .attributes import (
     MISSING,
+    generic_getattr,
     generic_setattr_target,
     instance_getattr,
     method_source,
@@ -168,6 +169,10 @@ class NewObjectVariable(SpecialMethodCalls, VariableTracker):
         if name == "__dict__":
             raise unsupported(f"__dict__ of a {self.cls.__qualname__} made by the frame")
         return instance_getattr(tx, self, self.cls, name, self.attrs.get, None, self.class_source)
+
+    def generic_getattr(self, tx, name: str) -> VariableTracker:
+        """``object.__getattribute__(obj, name)``."""
+        return generic_getattr(tx, self, self.cls, name, self.attrs.get, None, self.class_source)
 
     def store_attr(self, tx, name: str, value: VariableTracker) -> None:
         from .functions import UserFunctionVariable
