@@ -37,6 +37,11 @@ BINARY_OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
 COMPARE_OPERATORS = {"<": operator.lt, "<=": operator.le, "==": operator.eq, "!=": operator.ne,
                      ">": operator.gt, ">=": operator.ge}
 _INPLACE_TO_PLAIN = {operator.iadd: operator.add, operator.imul: operator.mul}
+# ``+=`` -> ``+``, ... for every augmented assignment
+_PLAIN_OF_INPLACE = {op: BINARY_OPERATORS[symbol[:-1]] for symbol, op in BINARY_OPERATORS.items()
+                     if symbol.endswith("=")}
+# the left operands whose type has no in-place method: ``b += t`` is ``b = b + t`` for them
+_NUMBER_TYPES = (bool, int, float, complex)
 _INPLACE_SET_METHODS = {operator.ior: "update", operator.iand: "intersection_update",
                         operator.isub: "difference_update", operator.ixor: "symmetric_difference_update"}
 
@@ -62,7 +67,7 @@ def binary_op(tx, op: Callable, left: VariableTracker, right: VariableTracker) -
     if overridden is not None:
         return overridden
     if isinstance(left, TensorVariable) or isinstance(right, TensorVariable):
-        return tx.output.record_call("call_function", op, [left, right], {})
+        return tx.output.record_call("call_function", _graph_operator(op, left, right), [left, right], {})
     if isinstance(left, SetVariable) and op in _INPLACE_SET_METHODS and right.is_python_constant():
         left.call_method(tx, _INPLACE_SET_METHODS[op], [right], {})  # in place, seen by aliases
         return left
@@ -88,6 +93,24 @@ def binary_op(tx, op: Callable, left: VariableTracker, right: VariableTracker) -
             return left
         return ListVariable(items) if left.python_type() is list else TupleVariable(items)
     raise unsupported(f"{op.__name__}({left.describe()}, {right.describe()})")
+
+
+def _graph_operator(op: Callable, left: VariableTracker, right: VariableTracker) -> Callable:
+    """The operator a graph node runs for ``left <op> right`` with a tensor operand.
+
+    An augmented assignment is in place only when the left operand's type has the
+    in-place method: a tensor's ``t += x`` mutates ``t``, but ``b = 0; b += t`` is
+    ``int.__add__`` then ``Tensor.__radd__``, i.e. ``b + t`` (and the graph cannot
+    assign to a literal). Other left operands with in-place methods (``lst += t``
+    extends the list with the tensor's rows) are not modelled.
+    """
+    plain = _PLAIN_OF_INPLACE.get(op)
+    if plain is None or isinstance(left, TensorVariable):
+        return op
+    if left.is_python_constant() and type(left.as_python_constant()) in _NUMBER_TYPES:
+        return plain
+    raise unsupported(f"{op.__name__}({left.describe()}, {right.describe()}): "
+                      "augmented assignment of a tensor to a non-number")
 
 
 def compare_op(tx, op: Callable, left: VariableTracker, right: VariableTracker) -> VariableTracker:
