@@ -12,7 +12,7 @@ import operator
 import pytest
 import torch
 
-from tests.datamodel.helpers import check, run
+from .helpers import check, run
 
 # the augmented operators and an operand that keeps each one defined on ints and floats
 AUGMENTED = {
