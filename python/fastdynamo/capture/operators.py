@@ -133,7 +133,7 @@ def compare_op(tx, op: Callable, left: VariableTracker, right: VariableTracker) 
     if isinstance(left, DictVariable) and isinstance(right, DictVariable):
         return compare_dicts(tx, op, left, right)
     if op in (operator.eq, operator.ne):
-        same = is_same(left, right)
+        same = is_same(left, right, tx)
         return ConstantVariable(same if op is operator.eq else not same)
     raise unsupported(f"{op.__name__}({left.describe()}, {right.describe()})")
 
@@ -149,7 +149,7 @@ def rich_compare_bool(tx, left: VariableTracker, right: VariableTracker) -> bool
     """CPython's ``PyObject_RichCompareBool(left, right, Py_EQ)``: identity first (a
     tensor equals itself without ``__eq__``), then ``bool(left == right)``; a tensor
     compared by value is data-dependent."""
-    if _identical(left, right):
+    if _identical(left, right, tx):
         return True
     result = compare_op(tx, operator.eq, left, right)
     if isinstance(result, TensorVariable):
@@ -157,18 +157,19 @@ def rich_compare_bool(tx, left: VariableTracker, right: VariableTracker) -> bool
     return result.truth(tx)
 
 
-def _identical(left: VariableTracker, right: VariableTracker) -> bool:
+def _identical(left: VariableTracker, right: VariableTracker, tx) -> bool:
     try:
-        return is_same(left, right)
+        return is_same(left, right, tx)
     except Unsupported:  # identity undecidable: compared by value instead
         return False
 
 
-def is_same(left: VariableTracker, right: VariableTracker) -> bool:
+def is_same(left: VariableTracker, right: VariableTracker, tx=None) -> bool:
     """``left is right`` when it is decidable at trace time."""
     if left is right:
         return True
     if isinstance(left, TensorVariable) and isinstance(right, TensorVariable):
+        _rely_on_tensor_identity(tx, left, right)
         return left.example is right.example
     if isinstance(left, TensorVariable) or isinstance(right, TensorVariable):
         other = right if isinstance(left, TensorVariable) else left
@@ -182,6 +183,21 @@ def is_same(left: VariableTracker, right: VariableTracker) -> bool:
     if isinstance(left, BaseSequenceVariable) or isinstance(right, BaseSequenceVariable):
         return False
     raise unsupported(f"identity of {left.describe()} and {right.describe()}")
+
+
+def _rely_on_tensor_identity(tx, left: TensorVariable, right: TensorVariable) -> None:
+    """Two tensors read through different sources are one object, or two, at trace time
+    only: the graph's answer to ``is`` holds later only if both are pinned with ``id_is``
+    (done when each source hangs off long-lived state, e.g. a module's parameter and a
+    weak reference to it); otherwise Unsupported. Tensors made by the graph are never an
+    input (a fresh object), and one source is one object."""
+    if left.source is None or right.source is None or left.source == right.source:
+        return
+    reason = f"identity of tensors {left.source.name()} and {right.source.name()} (guards cannot relate two sources)"
+    if tx is None:
+        raise unsupported(reason)
+    tx.output.side_effects.settle_identity(
+        [(tx.output.input_tensor(var.source), var.source) for var in (left, right)], reason)
 
 
 def unary_op(tx, op: Callable, value: VariableTracker) -> VariableTracker:

@@ -174,6 +174,10 @@ class OutputGraph:
             return ConstantVariable(type(value)(value) if isinstance(value, tuple) else value)
         raise unsupported(f"result of type {type(value).__qualname__} from {node.target}")
 
+    def input_tensor(self, source: Source) -> torch.Tensor:
+        """The real tensor (seen at trace time) of the graph input read from ``source``."""
+        return next(graph_input.example for graph_input in self.inputs if graph_input.source == source)
+
     def is_input(self, value: Any) -> bool:
         """True for the variable of a graph input (a placeholder)."""
         return getattr(value, "source", None) is not None and value.source in self._inputs_by_source \

@@ -57,7 +57,15 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from ..exc import Unsupported, unsupported
 from ..guards import id_is
-from ..guards.sources import AttrSource, ClosureSource, GlobalSource, ItemSource, Source, TypeSource
+from ..guards.sources import (
+    AttrSource,
+    ClosureSource,
+    GlobalSource,
+    ItemSource,
+    Source,
+    TypeSource,
+    WeakRefCallSource,
+)
 from ..plans import (
     BuildDict,
     BuildList,
@@ -193,6 +201,14 @@ class SideEffects:
                                        f"{other.sources[0].name()}, another {kind} object; guards "
                                        "cannot check that they are different objects (side effect)")
 
+    def settle_identity(self, objects: list[tuple[Any, Source]], reason: str) -> None:
+        """The trace decided ``a is b`` for objects read through these sources (one
+        object, or several): each is pinned as :meth:`_settle` does, or Unsupported."""
+        for obj, source in objects:
+            self.track(obj, source)
+        entries = {id(entry): entry for entry in (self._by_source[source] for _, source in objects)}
+        self._settle(list(entries.values()), reason)
+
     def _settle(self, entries: list[_Tracked], reason: str) -> None:
         """Objects whose identity the trace relied on (one object through two sources, or
         two objects of a kind, one mutated): pinned with ``id_is`` guards when every
@@ -305,7 +321,8 @@ def _bases(source: Source | None) -> Iterator[Source]:
     """``source`` and the sources it is read from, innermost first (``a.b[0]``, ``a.b``, ``a``)."""
     while source is not None:
         yield source
-        source = source.base if isinstance(source, (AttrSource, ItemSource, TypeSource)) else None
+        source = source.base if isinstance(source, (AttrSource, ItemSource, TypeSource, WeakRefCallSource)) \
+            else None
 
 
 def _target_name(store: _Store) -> str:

@@ -13,6 +13,7 @@ value (``LOAD_FAST x``, ``LOAD_GLOBAL torch`` then ``LOAD_ATTR nn`` ...).
 """
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from typing import Any, Hashable
 
@@ -129,6 +130,21 @@ class TypeSource(Source):
         return ("type", self.base.spec())
 
 
+@dataclass(frozen=True)
+class WeakRefCallSource(Source):
+    """``base()`` where ``base`` is exactly a ``weakref.ref``: its referent, or None once
+    the referent died. The native accessor calls only exact weak references (a subclass
+    may override ``__call__``); anything else makes the guard fail."""
+
+    base: Source
+
+    def name(self) -> str:
+        return f"{self.base.name()}()"
+
+    def spec(self) -> tuple:
+        return ("weakref_call", self.base.spec())
+
+
 def resolve(source: Source, f_locals: list[Any], f_globals: dict, f_builtins: dict,
             closure: tuple | None) -> Any:
     """Evaluate ``source`` in Python (tests and debugging; the hot path does it in Rust)."""
@@ -147,4 +163,9 @@ def resolve(source: Source, f_locals: list[Any], f_globals: dict, f_builtins: di
         return resolve(source.base, f_locals, f_globals, f_builtins, closure)[source.key]
     if isinstance(source, TypeSource):
         return type(resolve(source.base, f_locals, f_globals, f_builtins, closure))
+    if isinstance(source, WeakRefCallSource):
+        reference = resolve(source.base, f_locals, f_globals, f_builtins, closure)
+        if type(reference) is not weakref.ReferenceType:
+            raise TypeError(f"{source.base.name()} is not a weakref.ref")
+        return reference()
     raise TypeError(f"not a source: {source!r}")

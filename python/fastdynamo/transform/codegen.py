@@ -54,6 +54,7 @@ from ..guards.sources import (
     LocalSource,
     Source,
     TypeSource,
+    WeakRefCallSource,
 )
 from ..plans import (
     BuildDict,
@@ -158,6 +159,10 @@ class _Emitter:
         return [create_push_null(), create_load_const(type), *self.source(source.base),
                 *create_call(1)]
 
+    def weakref_call(self, source: WeakRefCallSource) -> list[Instruction]:
+        # the guard checked that the base is exactly a weakref.ref: calling it runs no user code
+        return [create_push_null(), *self.source(source.base), *create_call(0)]
+
     # plans -----------------------------------------------------------------
     def graph_output(self, plan: GraphOutput) -> list[Instruction]:
         return [create_instruction("LOAD_FAST", argval=GRAPH_OUTPUTS_LOCAL),
@@ -248,6 +253,7 @@ _SOURCE_RULES = {
     AttrSource: _Emitter.attr,
     ItemSource: _Emitter.item,
     TypeSource: _Emitter.type_of,
+    WeakRefCallSource: _Emitter.weakref_call,
 }
 _PLAN_RULES = {
     GraphOutput: _Emitter.graph_output,
