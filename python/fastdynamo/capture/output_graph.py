@@ -34,6 +34,7 @@ from ..exc import unsupported
 from ..fx.passes import eliminate_dead_code, mutates_first_argument
 from ..guards import Guard, tensor_match
 from ..guards.sources import Source
+from .fake_args import check_fake_arguments
 
 
 @dataclass
@@ -124,6 +125,8 @@ class OutputGraph:
         input_layout = (_layout(fake_args[0]) if mutates_first_argument(kind, target, fake_kwargs)
                         and args and self.is_input(args[0]) else None)
         name = target if isinstance(target, str) else getattr(target, "__name__", repr(target))
+        check_fake_arguments(name, fake_args[1:] if kind == "call_method" else fake_args, fake_kwargs,
+                             target=None if kind == "call_method" else target)
         try:
             with self.fake_mode, _AtenEffects(self):
                 if kind == "call_method":
