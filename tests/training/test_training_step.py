@@ -11,10 +11,10 @@ from collections import OrderedDict
 
 import pytest
 import torch
+from tests.models.zoo import BY_NAME
 
 import fastdynamo
 from fastdynamo.convert_frame import Recorder
-from tests.models.zoo import BY_NAME
 
 pytestmark = pytest.mark.usefixtures("fresh_cache")
 
