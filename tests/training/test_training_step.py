@@ -58,7 +58,10 @@ def one_step(case, model, forward, args):
 # TransformerEncoder in eval mode checks its layers' hooks with len() of an OrderedDict
 # from outside the frame, which breaks the graph on this branch (helper modeloutput's fix);
 # in train mode the check is not reached.
-CASES = [pytest.param(name, train, id=f"{name}-{'train' if train else 'eval'}")
+# mobilenet takes tens of seconds a case on two cores: the ``models`` marker (-m "not models")
+SLOW = pytest.mark.models
+CASES = [pytest.param(name, train, id=f"{name}-{'train' if train else 'eval'}",
+                      marks=[SLOW] if name == "mobilenet_v3_small" else [])
          for name in ("mobilenet_v3_small", "lstm", "transformer_encoder_plain_hooks") for train in (False, True)]
 CASES += [pytest.param("transformer_encoder", True, id="transformer_encoder-train"),
           pytest.param("transformer_encoder", False, id="transformer_encoder-eval", marks=pytest.mark.xfail(
@@ -97,7 +100,8 @@ def whole_step(case):
     return train_step
 
 
-@pytest.mark.parametrize("name", ["mobilenet_v3_small", "lstm", "transformer_encoder_plain_hooks"])
+@pytest.mark.parametrize("name", [pytest.param("mobilenet_v3_small", marks=SLOW), "lstm",
+                                  "transformer_encoder_plain_hooks"])
 def test_compiled_whole_training_step(name):
     case, eager_model, args = build(name)
     _, model, _ = build(name)
