@@ -97,6 +97,25 @@ class BreakReason:
         return f"{self.location}: {self.reason}"
 
 
+def frame_name(code: CodeType) -> str:
+    """``qualname (file:line)``: how reports name a frame."""
+    return f"{code.co_qualname} ({code.co_filename}:{code.co_firstlineno})"
+
+
+@dataclass
+class InternalError:
+    """A frame that ran as Python because the compiler failed on it: while compiling it,
+    or when its graph raised where the frame, run as Python, did not
+    (``config.fallback_on_internal_error``; with it off the error is raised instead)."""
+
+    frame: str  # frame_name() of the code
+    error: str  # "TypeName: message"
+    stage: str  # "compiling" or "running its graph"
+
+    def __str__(self) -> str:
+        return f"{self.frame}, {self.stage}: {self.error}"
+
+
 @dataclass
 class CaptureRecord:
     """A compiled frame, as explain and the demo report it."""
@@ -113,6 +132,10 @@ class Recorder:
     def __init__(self) -> None:
         self.captures: list[CaptureRecord] = []
         self.breaks: list[BreakReason] = []
+        self.internal_errors: list[InternalError] = []
+
+    def record_internal_error(self, code: CodeType, error: BaseException, stage: str) -> None:
+        self.internal_errors.append(InternalError(frame_name(code), f"{type(error).__name__}: {error}", stage))
 
 
 def _package_dir(name: str) -> str | None:
@@ -213,11 +236,12 @@ class ConvertFrame:
         """A bug in the compiler: the frame runs as Python, and the bug is reported."""
         reason = f"internal error: {type(bug).__name__}: {bug}"
         logs.emit("breaks", f"{code.co_qualname} runs as Python: {reason}")
-        warnings.warn(f"fastdynamo: {code.co_qualname} ({code.co_filename}:{code.co_firstlineno}) "
-                      f"runs as Python after a compiler {reason}", RuntimeWarning, stacklevel=2)
+        warnings.warn(f"fastdynamo: {frame_name(code)} runs as Python after a compiler {reason}",
+                      RuntimeWarning, stacklevel=2)
         if self.recorder is not None:
             self.recorder.breaks.append(
                 BreakReason(f"{code.co_filename}:{code.co_firstlineno}", reason))
+            self.recorder.record_internal_error(code, bug, "compiling")
         return runtime.SKIP
 
     def skip_action(self, code: CodeType) -> str | None:

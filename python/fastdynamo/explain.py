@@ -19,7 +19,8 @@ from typing import Any, Callable
 import torch
 
 from .backends import DEFAULT_BACKEND
-from .convert_frame import BreakReason, Recorder
+from .convert_frame import BreakReason, InternalError, Recorder
+from .transform.fallback import graph_errors_reported_to
 
 
 @dataclass
@@ -31,6 +32,9 @@ class ExplainOutput:
     ops_per_graph: list[int] = field(default_factory=list)
     break_reasons: list[BreakReason] = field(default_factory=list)
     compiled_frames: list[str] = field(default_factory=list)
+    # frames that ran as Python because the compiler failed on them (only with
+    # ``config.fallback_on_internal_error`` on: off, the error is raised)
+    internal_errors: list[InternalError] = field(default_factory=list)
 
     @property
     def graph_count(self) -> int:
@@ -40,10 +44,17 @@ class ExplainOutput:
     def graph_break_count(self) -> int:
         return len(self.break_reasons)
 
+    @property
+    def internal_error_count(self) -> int:
+        return len(self.internal_errors)
+
     def __str__(self) -> str:
         lines = [f"Graph count: {self.graph_count}",
                  f"Graph break count: {self.graph_break_count}",
                  f"Op count: {sum(self.ops_per_graph)}"]
+        if self.internal_errors:
+            lines.append(f"Internal errors ({len(self.internal_errors)}), frames run as Python:")
+            lines.extend(f"  {i}. {error}" for i, error in enumerate(self.internal_errors, 1))
         if self.break_reasons:
             lines.append("Break reasons:")
             for i, brk in enumerate(self.break_reasons, 1):
@@ -66,8 +77,11 @@ def explain(fn: Callable, backend: str | Callable = DEFAULT_BACKEND) -> Callable
         reset()
         recorder = Recorder()
         compiled = compile(fn, backend=backend, _recorder=recorder)
-        compiled(*args, **kwargs)
-        report = ExplainOutput(break_reasons=list(recorder.breaks))
+        with graph_errors_reported_to(lambda code, error: recorder.record_internal_error(
+                code, error, "running its graph")):
+            compiled(*args, **kwargs)
+        report = ExplainOutput(break_reasons=list(recorder.breaks),
+                               internal_errors=list(recorder.internal_errors))
         for capture in recorder.captures:
             assert capture.result.graph_module is not None  # recorded only when a graph ran
             report.graphs.append(capture.result.graph_module)

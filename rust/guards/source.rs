@@ -19,6 +19,10 @@ pub enum Accessor {
     Type,
     /// `function(parent)`, a pure function of the runtime's own (`dict_items_of`).
     Call(Py<PyAny>),
+    /// `ref()` for an exact `weakref.ref`: its referent, or None once it died. Any other
+    /// value (a subclass of `weakref.ref` may override `__call__`) is unreadable: calling
+    /// arbitrary objects from a guard could run user code.
+    WeakRefCall,
 }
 
 impl Accessor {
@@ -34,6 +38,7 @@ impl Accessor {
             Accessor::Item(k) => item_key(k.bind(py)),
             Accessor::Type => "type".to_owned(),
             Accessor::Call(f) => format!("call:{:p}", f.as_ptr()),
+            Accessor::WeakRefCall => "weakref_call".to_owned(),
         }
     }
 
@@ -68,6 +73,7 @@ impl Accessor {
             }
             Accessor::Type => Some(parent.get_type().into_any()),
             Accessor::Call(function) => function.bind(py).call1((parent,)).ok(),
+            Accessor::WeakRefCall => weakref_referent(parent),
             _ => None,
         }
     }
@@ -87,6 +93,13 @@ fn generic_getattr(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
                 .unbind())
         })
         .map(|f| f.bind(py))
+}
+
+/// What calling `parent` returns when it is exactly a `weakref.ref` (None for a dead one).
+fn weakref_referent<'py>(parent: &Bound<'py, PyAny>) -> Option<Bound<'py, PyAny>> {
+    use pyo3::types::{PyWeakrefMethods, PyWeakrefReference};
+    let reference = parent.cast_exact::<PyWeakrefReference>().ok()?;
+    Some(reference.upgrade().unwrap_or_else(|| parent.py().None().into_bound(parent.py())))
 }
 
 /// Two item steps share a tree node only when their keys are the same: ints, strings,
@@ -181,6 +194,12 @@ pub fn parse_source(spec: &Bound<'_, PyAny>) -> Result<SourcePath, Error> {
             path.steps.push((Accessor::Type, text));
             Ok(path)
         }
+        ("weakref_call", 2) => {
+            let mut path = parse_source(&item(tuple, 1)?)?;
+            let text = format!("{}()", path.name());
+            path.steps.push((Accessor::WeakRefCall, text));
+            Ok(path)
+        }
         _ => {
             let _ = py;
             Err(bad(spec, "unknown source kind or wrong arity"))
@@ -202,4 +221,60 @@ fn item<'py>(tuple: &Bound<'py, PyTuple>, index: usize) -> Result<Bound<'py, PyA
 pub fn bad(spec: &Bound<'_, PyAny>, why: &str) -> Error {
     let repr = spec.repr().map_or_else(|_| "?".into(), |r| r.to_string());
     Error::BadGuardSpec(format!("{why}: {repr}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{parse_source, Accessor};
+    use pyo3::prelude::*;
+    use pyo3::types::PyDict;
+
+    /// Evaluates `code` and returns `name` from its globals.
+    fn eval_in<'py>(py: Python<'py>, code: &std::ffi::CStr, name: &str) -> Bound<'py, PyAny> {
+        let globals = PyDict::new(py);
+        py.run(code, Some(&globals), None).expect("snippet runs");
+        globals.get_item(name).expect("lookup").expect("set")
+    }
+
+    #[test]
+    fn weakref_call_reads_the_referent_then_none_once_dead() {
+        Python::attach(|py| {
+            let code = c"import weakref\nclass Box: pass\nbox = Box()\nref = weakref.ref(box)\n";
+            let globals = PyDict::new(py);
+            py.run(code, Some(&globals), None).expect("snippet runs");
+            let reference = globals.get_item("ref").unwrap().unwrap();
+            let referent = Accessor::WeakRefCall.read_child(&reference).expect("readable");
+            assert!(referent.is(globals.get_item("box").unwrap().unwrap()));
+            drop(referent);
+            globals.del_item("box").unwrap();
+            let dead = Accessor::WeakRefCall.read_child(&reference).expect("readable");
+            assert!(dead.is_none());
+        });
+    }
+
+    #[test]
+    fn weakref_call_reads_only_exact_weakrefs() {
+        Python::attach(|py| {
+            let code = c"import weakref\nclass Box: pass\nbox = Box()\nclass Ref(weakref.ref):\n    def __call__(self):\n        raise AssertionError('a guard ran user code')\nsub = Ref(box)\n";
+            let sub = eval_in(py, code, "sub");
+            assert!(Accessor::WeakRefCall.read_child(&sub).is_none());
+            let not_a_ref = eval_in(py, c"f = lambda: 1\n", "f");
+            assert!(Accessor::WeakRefCall.read_child(&not_a_ref).is_none());
+            assert!(!PyErr::occurred(py));
+        });
+    }
+
+    #[test]
+    fn weakref_call_source_parses_with_its_name_and_key() {
+        Python::attach(|py| {
+            let spec = eval_in(py, c"spec = ('weakref_call', ('item', ('attr', ('local', 0, 'self'), 'refs'), 0))\n", "spec");
+            let path = parse_source(&spec).expect("parses");
+            assert_eq!(path.name(), "self.refs[0]()");
+            let (last, _) = path.steps.last().expect("steps");
+            assert!(matches!(last, Accessor::WeakRefCall));
+            assert_eq!(last.key(py), "weakref_call");
+            let bad = eval_in(py, c"spec = ('weakref_call', ('local', 0, 'r'), 'extra')\n", "spec");
+            assert!(parse_source(&bad).is_err());
+        });
+    }
 }

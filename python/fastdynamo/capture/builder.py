@@ -273,7 +273,7 @@ def wrap_value(tx, value: Any, source: Source | None) -> VariableTracker:
         return ConstantVariable(value)
     if type(value) is weakref.ReferenceType and source is not None:
         guard(type_is(weakref.ReferenceType))
-        return ExternalWeakRefVariable(source)
+        return ExternalWeakRefVariable(value, source)
     if callable(value) and not hasattr(value, "__dict__"):
         raise unsupported(f"callable of type {type(value).__qualname__}")
     return _user_object(tx, value, source)

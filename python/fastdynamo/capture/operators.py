@@ -37,6 +37,11 @@ BINARY_OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
 COMPARE_OPERATORS = {"<": operator.lt, "<=": operator.le, "==": operator.eq, "!=": operator.ne,
                      ">": operator.gt, ">=": operator.ge}
 _INPLACE_TO_PLAIN = {operator.iadd: operator.add, operator.imul: operator.mul}
+# ``+=`` -> ``+``, ... for every augmented assignment
+_PLAIN_OF_INPLACE = {op: BINARY_OPERATORS[symbol[:-1]] for symbol, op in BINARY_OPERATORS.items()
+                     if symbol.endswith("=")}
+# the left operands whose type has no in-place method: ``b += t`` is ``b = b + t`` for them
+_NUMBER_TYPES = (bool, int, float, complex)
 _INPLACE_SET_METHODS = {operator.ior: "update", operator.iand: "intersection_update",
                         operator.isub: "difference_update", operator.ixor: "symmetric_difference_update"}
 
@@ -62,7 +67,7 @@ def binary_op(tx, op: Callable, left: VariableTracker, right: VariableTracker) -
     if overridden is not None:
         return overridden
     if isinstance(left, TensorVariable) or isinstance(right, TensorVariable):
-        return tx.output.record_call("call_function", op, [left, right], {})
+        return tx.output.record_call("call_function", _graph_operator(op, left, right), [left, right], {})
     if isinstance(left, SetVariable) and op in _INPLACE_SET_METHODS and right.is_python_constant():
         left.call_method(tx, _INPLACE_SET_METHODS[op], [right], {})  # in place, seen by aliases
         return left
@@ -90,6 +95,24 @@ def binary_op(tx, op: Callable, left: VariableTracker, right: VariableTracker) -
     raise unsupported(f"{op.__name__}({left.describe()}, {right.describe()})")
 
 
+def _graph_operator(op: Callable, left: VariableTracker, right: VariableTracker) -> Callable:
+    """The operator a graph node runs for ``left <op> right`` with a tensor operand.
+
+    An augmented assignment is in place only when the left operand's type has the
+    in-place method: a tensor's ``t += x`` mutates ``t``, but ``b = 0; b += t`` is
+    ``int.__add__`` then ``Tensor.__radd__``, i.e. ``b + t`` (and the graph cannot
+    assign to a literal). Other left operands with in-place methods (``lst += t``
+    extends the list with the tensor's rows) are not modelled.
+    """
+    plain = _PLAIN_OF_INPLACE.get(op)
+    if plain is None or isinstance(left, TensorVariable):
+        return op
+    if left.is_python_constant() and type(left.as_python_constant()) in _NUMBER_TYPES:
+        return plain
+    raise unsupported(f"{op.__name__}({left.describe()}, {right.describe()}): "
+                      "augmented assignment of a tensor to a non-number")
+
+
 def compare_op(tx, op: Callable, left: VariableTracker, right: VariableTracker) -> VariableTracker:
     """``left <op> right`` for the six rich comparisons."""
     from .dunders import compare_dicts, compare_sequences, user_compare_op
@@ -110,7 +133,7 @@ def compare_op(tx, op: Callable, left: VariableTracker, right: VariableTracker) 
     if isinstance(left, DictVariable) and isinstance(right, DictVariable):
         return compare_dicts(tx, op, left, right)
     if op in (operator.eq, operator.ne):
-        same = is_same(left, right)
+        same = is_same(left, right, tx)
         return ConstantVariable(same if op is operator.eq else not same)
     raise unsupported(f"{op.__name__}({left.describe()}, {right.describe()})")
 
@@ -126,7 +149,7 @@ def rich_compare_bool(tx, left: VariableTracker, right: VariableTracker) -> bool
     """CPython's ``PyObject_RichCompareBool(left, right, Py_EQ)``: identity first (a
     tensor equals itself without ``__eq__``), then ``bool(left == right)``; a tensor
     compared by value is data-dependent."""
-    if _identical(left, right):
+    if _identical(left, right, tx):
         return True
     result = compare_op(tx, operator.eq, left, right)
     if isinstance(result, TensorVariable):
@@ -134,14 +157,14 @@ def rich_compare_bool(tx, left: VariableTracker, right: VariableTracker) -> bool
     return result.truth(tx)
 
 
-def _identical(left: VariableTracker, right: VariableTracker) -> bool:
+def _identical(left: VariableTracker, right: VariableTracker, tx) -> bool:
     try:
-        return is_same(left, right)
+        return is_same(left, right, tx)
     except Unsupported:  # identity undecidable: compared by value instead
         return False
 
 
-def is_same(left: VariableTracker, right: VariableTracker) -> bool:
+def is_same(left: VariableTracker, right: VariableTracker, tx=None) -> bool:
     """``left is right`` when it is decidable at trace time."""
     from .variables.misc import UserObjectVariable
     from .variables.user_objects import NewObjectVariable
@@ -155,6 +178,7 @@ def is_same(left: VariableTracker, right: VariableTracker) -> bool:
                 and type(other.as_python_constant()) is not obj.python_type():
             return False  # the object's type is guarded: it is not a constant of another type
     if isinstance(left, TensorVariable) and isinstance(right, TensorVariable):
+        _rely_on_tensor_identity(tx, left, right)
         return left.example is right.example
     if isinstance(left, TensorVariable) or isinstance(right, TensorVariable):
         other = right if isinstance(left, TensorVariable) else left
@@ -171,6 +195,21 @@ def is_same(left: VariableTracker, right: VariableTracker) -> bool:
     if isinstance(left, BaseSequenceVariable) or isinstance(right, BaseSequenceVariable):
         return False
     raise unsupported(f"identity of {left.describe()} and {right.describe()}")
+
+
+def _rely_on_tensor_identity(tx, left: TensorVariable, right: TensorVariable) -> None:
+    """Two tensors read through different sources are one object, or two, at trace time
+    only: the graph's answer to ``is`` holds later only if both are pinned with ``id_is``
+    (done when each source hangs off long-lived state, e.g. a module's parameter and a
+    weak reference to it); otherwise Unsupported. Tensors made by the graph are never an
+    input (a fresh object), and one source is one object."""
+    if left.source is None or right.source is None or left.source == right.source:
+        return
+    reason = f"identity of tensors {left.source.name()} and {right.source.name()} (guards cannot relate two sources)"
+    if tx is None:
+        raise unsupported(reason)
+    tx.output.side_effects.settle_identity(
+        [(tx.output.input_tensor(var.source), var.source) for var in (left, right)], reason)
 
 
 def unary_op(tx, op: Callable, value: VariableTracker) -> VariableTracker:

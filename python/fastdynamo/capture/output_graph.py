@@ -34,6 +34,7 @@ from ..exc import unsupported
 from ..fx.passes import eliminate_dead_code, mutates_first_argument
 from ..guards import Guard, tensor_match
 from ..guards.sources import Source, resolve
+from .fake_args import check_fake_arguments
 
 
 @dataclass
@@ -138,6 +139,8 @@ class OutputGraph:
         input_layout = (_layout(fake_args[0]) if mutates_first_argument(kind, target, fake_kwargs)
                         and args and self.is_input(args[0]) else None)
         name = target if isinstance(target, str) else getattr(target, "__name__", repr(target))
+        check_fake_arguments(name, fake_args[1:] if kind == "call_method" else fake_args, fake_kwargs,
+                             target=None if kind == "call_method" else target)
         try:
             with self.fake_mode, _AtenEffects(self):
                 if kind == "call_method":
@@ -187,6 +190,10 @@ class OutputGraph:
         if isinstance(value, (tuple, list)):
             return ConstantVariable(type(value)(value) if isinstance(value, tuple) else value)
         raise unsupported(f"result of type {type(value).__qualname__} from {node.target}")
+
+    def input_tensor(self, source: Source) -> torch.Tensor:
+        """The real tensor (seen at trace time) of the graph input read from ``source``."""
+        return next(graph_input.example for graph_input in self.inputs if graph_input.source == source)
 
     def is_input(self, value: Any) -> bool:
         """True for the variable of a graph input (a placeholder)."""

@@ -69,6 +69,7 @@ from ..guards.sources import (
     ItemSource,
     Source,
     TypeSource,
+    WeakRefCallSource,
 )
 from ..plans import (
     BuildDict,
@@ -222,6 +223,18 @@ class SideEffects:
                                        "cannot check that they are different objects (side effect)",
                      relate=lambda: self._relate_kind(mutated.kind))
 
+    def settle_identity(self, objects: list[tuple[Any, Source]], reason: str) -> None:
+        """The trace decided ``a is b`` for objects read through these sources (one
+        object, or several): each is pinned as :meth:`_settle` does, or Unsupported
+        (identity between short-lived sources is not related by guards here)."""
+        for obj, source in objects:
+            self.track(obj, source)
+        entries = {id(entry): entry for entry in (self._by_source[source] for _, source in objects)}
+
+        def cannot_relate() -> None:
+            raise unsupported(reason)
+        self._settle(list(entries.values()), reason, relate=cannot_relate)
+
     def _relate_kind(self, kind: Any) -> None:
         if kind not in self._distinct_kinds:
             self._distinct_kinds.append(kind)
@@ -364,7 +377,8 @@ def _bases(source: Source | None) -> Iterator[Source]:
     """``source`` and the sources it is read from, innermost first (``a.b[0]``, ``a.b``, ``a``)."""
     while source is not None:
         yield source
-        source = source.base if isinstance(source, (AttrSource, GenericAttrSource, ItemSource, TypeSource)) \
+        source = source.base if isinstance(source, (AttrSource, GenericAttrSource, ItemSource, TypeSource,
+                                                    WeakRefCallSource)) \
             else None
 
 

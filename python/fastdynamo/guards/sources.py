@@ -13,6 +13,7 @@ value (``LOAD_FAST x``, ``LOAD_GLOBAL torch`` then ``LOAD_ATTR nn`` ...).
 """
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from typing import Any, Hashable
 
@@ -146,6 +147,21 @@ class TypeSource(Source):
 
 
 @dataclass(frozen=True)
+class WeakRefCallSource(Source):
+    """``base()`` where ``base`` is exactly a ``weakref.ref``: its referent, or None once
+    the referent died. The native accessor calls only exact weak references (a subclass
+    may override ``__call__``); anything else makes the guard fail."""
+
+    base: Source
+
+    def name(self) -> str:
+        return f"{self.base.name()}()"
+
+    def spec(self) -> tuple:
+        return ("weakref_call", self.base.spec())
+
+
+@dataclass(frozen=True)
 class DictItemsSource(Source):
     """The own items of ``base``, a ``dict`` subclass instance, as a new plain dict in
     its iteration order (:func:`dict_items_of`): what a guard reads of a dict subclass
@@ -197,6 +213,11 @@ def resolve(source: Source, f_locals: list[Any], f_globals: dict, f_builtins: di
         return resolve(source.base, f_locals, f_globals, f_builtins, closure)[source.key]
     if isinstance(source, TypeSource):
         return type(resolve(source.base, f_locals, f_globals, f_builtins, closure))
+    if isinstance(source, WeakRefCallSource):
+        reference = resolve(source.base, f_locals, f_globals, f_builtins, closure)
+        if type(reference) is not weakref.ReferenceType:
+            raise TypeError(f"{source.base.name()} is not a weakref.ref")
+        return reference()
     if isinstance(source, DictItemsSource):
         return dict_items_of(resolve(source.base, f_locals, f_globals, f_builtins, closure))
     raise TypeError(f"not a source: {source!r}")

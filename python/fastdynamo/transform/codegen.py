@@ -56,6 +56,7 @@ from ..guards.sources import (
     LocalSource,
     Source,
     TypeSource,
+    WeakRefCallSource,
     dict_items_of,
 )
 from ..plans import (
@@ -170,6 +171,10 @@ class _Emitter:
         return [create_push_null(), create_load_const(type), *self.source(source.base),
                 *create_call(1)]
 
+    def weakref_call(self, source: WeakRefCallSource) -> list[Instruction]:
+        # the guard checked that the base is exactly a weakref.ref: calling it runs no user code
+        return [create_push_null(), *self.source(source.base), *create_call(0)]
+
     # plans -----------------------------------------------------------------
     def graph_output(self, plan: GraphOutput) -> list[Instruction]:
         return [create_instruction("LOAD_FAST", argval=GRAPH_OUTPUTS_LOCAL),
@@ -261,6 +266,7 @@ _SOURCE_RULES = {
     GenericAttrSource: _Emitter.generic_attr,
     ItemSource: _Emitter.item,
     TypeSource: _Emitter.type_of,
+    WeakRefCallSource: _Emitter.weakref_call,
     DictItemsSource: _Emitter.dict_items_of,
 }
 _PLAN_RULES = {

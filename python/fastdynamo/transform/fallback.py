@@ -19,9 +19,11 @@ True
 """
 from __future__ import annotations
 
+import threading
 import warnings
+from contextlib import contextmanager
 from types import CodeType
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import torch
 
@@ -120,7 +122,29 @@ def rerun(graph_error: Exception, function: Callable, args: tuple, kwargs: dict,
                f"{type(graph_error).__name__}: {graph_error}; the frame ran as Python")
     logs.emit("breaks", message)
     warnings.warn(message, RuntimeWarning, stacklevel=2)
+    for report in list(_reporters.stack):
+        report(function.__code__, graph_error)
     return result
+
+
+class _Reporters(threading.local):
+    def __init__(self) -> None:
+        self.stack: list[Callable[[CodeType, Exception], None]] = []
+
+
+_reporters = _Reporters()
+
+
+@contextmanager
+def graph_errors_reported_to(report: Callable[[CodeType, Exception], None]) -> Iterator[None]:
+    """While in the block, this thread's compiler errors found at run time (a graph that
+    raised where its frame, run as Python, did not; see :func:`rerun`) are also given to
+    ``report(code, error)``, ``code`` being the frame's (``explain`` counts them)."""
+    _reporters.stack.append(report)
+    try:
+        yield
+    finally:
+        _reporters.stack.remove(report)
 
 
 # Local of the transformed code holding the graph's error until rerun() gets it.
@@ -161,5 +185,5 @@ def protect(graph_call: list[Instruction], original: CodeType, fallback: CodeTyp
     return caught + [reraise] + cleanup + call + [create_instruction("RETURN_VALUE")]
 
 
-__all__ = ["can_rerun", "fallback_code", "fallback_for", "make_function", "protect", "rerun",
-           "set_grad_mode"]
+__all__ = ["can_rerun", "fallback_code", "fallback_for", "graph_errors_reported_to", "make_function", "protect",
+           "rerun", "set_grad_mode"]

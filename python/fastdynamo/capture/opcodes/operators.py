@@ -46,7 +46,7 @@ class OperatorOpcodes:
     def IS_OP(self, inst):
         right = self.pop()
         left = self.pop()
-        same = ops.is_same(left, right)
+        same = ops.is_same(left, right, self)
         self.push(ConstantVariable(same != bool(inst.arg)))
 
     def CONTAINS_OP(self, inst):

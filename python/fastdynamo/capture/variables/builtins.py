@@ -450,7 +450,9 @@ class OperatorVariable(VariableTracker):
             ops.setitem(tx, *args)
             return ConstantVariable(None)
         if fn in (operator.is_, operator.is_not):
-            same = ops.is_same(*args)
+            if len(args) != 2:
+                raise unsupported(f"operator.{fn.__name__} takes 2 arguments (TypeError)")
+            same = ops.is_same(args[0], args[1], tx)
             return ConstantVariable(same if fn is operator.is_ else not same)
         if fn is operator.not_:
             return ConstantVariable(not args[0].truth(tx))

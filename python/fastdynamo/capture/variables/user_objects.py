@@ -27,8 +27,8 @@ from typing import Any
 import torch
 
 from ...exc import unsupported
-from ...guards import id_is
-from ...guards.sources import AttrSource
+from ...guards import id_is, is_none
+from ...guards.sources import AttrSource, Source, WeakRefCallSource
 from .attributes import (
     MISSING,
     generic_getattr,
@@ -279,15 +279,34 @@ def make_weakref(tx, args, kwargs) -> VariableTracker:
 
 
 class ExternalWeakRefVariable(VariableTracker):
-    """A weak reference from outside the frame: passed around as itself; calling it
-    breaks the graph, because its referent (alive or dead, and which object) could only
-    be guarded by calling the reference, and no source accessor does that."""
+    """A weak reference from outside the frame (exactly a ``weakref.ref``, guarded):
+    passed around as itself. Calling it reads its referent through the source ``ref()``
+    (:class:`WeakRefCallSource`, read natively by the guards), guarded by identity, or
+    as dead (``is_none``): a later call with another referent, or with the referent
+    gone, recompiles."""
 
-    def __init__(self, source):
-        self.source = source
+    def __init__(self, reference: weakref.ReferenceType, source: Source):
+        self.reference = reference
+        self.source: Source = source
 
     def python_type(self) -> type:
         return weakref.ReferenceType
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
-        raise unsupported("calling a weak reference from outside the frame (its referent cannot be guarded)")
+        from ..builder import wrap_value
+        from .constant import ConstantVariable
+
+        if args or kwargs:
+            raise unsupported("calling a weak reference with arguments (TypeError)")
+        source = WeakRefCallSource(self.source)
+        referent = self.reference()
+        if referent is None:
+            tx.output.add_guard(source, is_none())
+            return ConstantVariable(None)
+        tx.output.add_guard(source, id_is(referent))
+        # pinned: ``is`` against another path to the same object is decidable
+        tx.output.side_effects.track(referent, source, pinned=True)
+        var = wrap_value(tx, referent, source)
+        if hasattr(var, "identity_guarded"):
+            var.identity_guarded = True
+        return var
