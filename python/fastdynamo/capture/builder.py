@@ -301,7 +301,8 @@ def _user_object(tx, value: Any, source: Source | None) -> VariableTracker:
         # a default or closure constant of a function (sentinels such as dataclasses'
         # _HAS_DEFAULT_FACTORY): pinned, so ``is`` between two paths to it is decidable
         guard(id_is(value))
-        sentinel = UserObjectVariable(value, source)
+        sentinel = (OutsideDictObjectVariable(value, source) if is_dict_subclass(type(value))
+                    else UserObjectVariable(value, source))
         sentinel.identity_guarded = True
         return _tracked(tx, value, sentinel, pinned=True)
     guard(type_is(type(value)))
