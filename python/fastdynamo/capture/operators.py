@@ -194,18 +194,7 @@ def is_same(left: VariableTracker, right: VariableTracker, tx=None) -> bool:
             return pinned.value is other.as_python_constant()  # type: ignore[attr-defined]
     if isinstance(left, BaseSequenceVariable) or isinstance(right, BaseSequenceVariable):
         return False
-    if _made_by_frame(left, right) or _made_by_frame(right, left):
-        return False
     raise unsupported(f"identity of {left.describe()} and {right.describe()}")
-
-
-def _made_by_frame(new: VariableTracker, other: VariableTracker) -> bool:
-    """``new`` is an object the frame made (one tracker per object) and ``other`` a
-    constant or another such object: never the same object (``cache is None``)."""
-    from .variables.user_objects import NewObjectVariable
-
-    return isinstance(new, NewObjectVariable) and (
-        other.is_python_constant() or isinstance(other, NewObjectVariable))
 
 
 def _rely_on_tensor_identity(tx, left: TensorVariable, right: TensorVariable) -> None:
