@@ -7,8 +7,6 @@ are clean graph breaks, the result is eager's over several steps.
 """
 from __future__ import annotations
 
-from collections import OrderedDict
-
 import pytest
 import torch
 from tests.models.zoo import BY_NAME
@@ -18,25 +16,10 @@ from fastdynamo.convert_frame import Recorder
 
 pytestmark = pytest.mark.usefixtures("fresh_cache")
 
-_HOOK_TABLES = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks",
-                "_forward_hooks_with_kwargs", "_forward_hooks_always_called", "_forward_pre_hooks_with_kwargs")
-
-
 def build(name: str):
-    """The zoo's model and inputs. ``transformer_encoder_plain_hooks``: the same model
-    with its (empty) hook tables as plain dicts, which shows what compiles after
-    ``len()`` of an OrderedDict from outside the frame (TransformerEncoderLayer's
-    ``len(m._forward_hooks)``, not modelled on this branch)."""
-    plain = name.endswith("_plain_hooks")
-    case = BY_NAME[name.removesuffix("_plain_hooks")]
+    """The zoo's model and inputs."""
+    case = BY_NAME[name]
     model, args = case.build()
-    if plain:
-        for module in model.modules():
-            for table in _HOOK_TABLES:
-                value = getattr(module, table, None)
-                if type(value) is OrderedDict:
-                    assert not value
-                    setattr(module, table, {})
     return case, model, args
 
 
@@ -55,17 +38,11 @@ def one_step(case, model, forward, args):
     return loss.detach(), grads, state(model)
 
 
-# TransformerEncoder in eval mode checks its layers' hooks with len() of an OrderedDict
-# from outside the frame, which breaks the graph on this branch (helper modeloutput's fix);
-# in train mode the check is not reached.
 # mobilenet takes tens of seconds a case on two cores: the ``models`` marker (-m "not models")
 SLOW = pytest.mark.models
 CASES = [pytest.param(name, train, id=f"{name}-{'train' if train else 'eval'}",
                       marks=[SLOW] if name == "mobilenet_v3_small" else [])
-         for name in ("mobilenet_v3_small", "lstm", "transformer_encoder_plain_hooks") for train in (False, True)]
-CASES += [pytest.param("transformer_encoder", True, id="transformer_encoder-train"),
-          pytest.param("transformer_encoder", False, id="transformer_encoder-eval", marks=pytest.mark.xfail(
-              strict=True, reason="len() of an OrderedDict hook table breaks the graph (helper modeloutput's fix)"))]
+         for name in ("mobilenet_v3_small", "lstm", "transformer_encoder") for train in (False, True)]
 
 
 @pytest.mark.parametrize(("name", "train"), CASES)
@@ -101,7 +78,7 @@ def whole_step(case):
 
 
 @pytest.mark.parametrize("name", [pytest.param("mobilenet_v3_small", marks=SLOW), "lstm",
-                                  "transformer_encoder_plain_hooks"])
+                                  "transformer_encoder"])
 def test_compiled_whole_training_step(name):
     case, eager_model, args = build(name)
     _, model, _ = build(name)
