@@ -118,7 +118,9 @@ def _refusing_cycles(wrap: Callable[[Any, Any, Source | None], VariableTracker])
     items are being wrapped) would never end, so it is refused."""
     @functools.wraps(wrap)
     def wrap_once(tx, value: Any, source: Source | None) -> VariableTracker:
-        if not isinstance(value, (list, tuple, dict)):
+        # (by type, not isinstance: that would read ``value.__class__`` through a user
+        # class's own ``__getattribute__``, user code run by the compiler)
+        if not issubclass(type(value), (list, tuple, dict)):
             return wrap(tx, value, source)
         if id(value) in tx.output.wrapping:
             raise unsupported(f"a {type(value).__name__} that contains itself")
