@@ -209,6 +209,19 @@ def create_call(nargs: int, kw_names: tuple[str, ...] = ()) -> list[Instruction]
     return insts
 
 
+def create_callable(load_callable: Iterable[Instruction]) -> list[Instruction]:
+    """``load_callable`` with the ``PUSH_NULL`` a call needs next to it: below the
+    callable up to 3.12, above it from 3.13. Follow with the arguments and
+    :func:`create_call`.
+
+    >>> [i.opname for i in create_callable([create_load_const(len)])][version.PY_3_13]
+    'LOAD_CONST'
+    """
+    if version.NULL_ABOVE_CALLABLE:
+        return [*load_callable, create_push_null()]
+    return [create_push_null(), *load_callable]
+
+
 def create_call_function(load_callable: Iterable[Instruction],
                          load_args: Iterable[Iterable[Instruction]],
                          kw_names: tuple[str, ...] = ()) -> list[Instruction]:
@@ -220,9 +233,7 @@ def create_call_function(load_callable: Iterable[Instruction],
     >>> names[:2] == (["LOAD_GLOBAL", "PUSH_NULL"] if version.PY_3_13 else ["PUSH_NULL", "LOAD_GLOBAL"])
     True
     """
-    callable_and_null = [*load_callable, create_push_null()] if version.PY_3_13 \
-        else [create_push_null(), *load_callable]
-    insts = list(callable_and_null)
+    insts = create_callable(load_callable)
     nargs = 0
     for arg in load_args:
         insts.extend(arg)

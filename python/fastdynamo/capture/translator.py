@@ -198,7 +198,7 @@ def _decoded(code: CodeType) -> tuple[list[Instruction], dict[int, int]]:
 def _collect_handlers() -> dict[str, Any]:
     """Real opname -> handler (a jump's handler is named after its generic name)."""
     handlers = {}
-    for name in version.OPMAP:
+    for name in version.REAL_OPNAMES:
         method = getattr(InstructionTranslator, version.generic_opname(name), None)
         if method is not None:
             handlers[name] = method

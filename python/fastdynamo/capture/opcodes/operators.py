@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import operator
 
+from ...bytecode import version
 from ...exc import unsupported
 from .. import operators as ops
 from ..variables.constant import ConstantVariable
@@ -41,7 +42,14 @@ class OperatorOpcodes:
     def COMPARE_OP(self, inst):
         right = self.pop()
         left = self.pop()
-        self.push(ops.compare_op(self, ops.COMPARE_OPERATORS[inst.argval], left, right))
+        result = ops.compare_op(self, ops.COMPARE_OPERATORS[inst.argval], left, right)
+        if inst.arg & version.COMPARE_TO_BOOL_BIT:  # 3.13: the result as a bool, for a jump
+            result = ConstantVariable(result.truth(self))
+        self.push(result)
+
+    def TO_BOOL(self, inst):
+        # 3.13: before a conditional jump or ``not``, which then require an exact bool.
+        self.push(ConstantVariable(self.pop().truth(self)))
 
     def IS_OP(self, inst):
         right = self.pop()
@@ -58,6 +66,19 @@ class OperatorOpcodes:
         index = self.pop()
         container = self.pop()
         self.push(ops.getitem(self, container, index))
+
+    def BINARY_SLICE(self, inst):
+        # 3.12+: ``container[start:stop]``
+        bounds = self.popn(2)
+        container = self.pop()
+        self.push(ops.getitem(self, container, self.build_slice(bounds)))
+
+    def STORE_SLICE(self, inst):
+        # 3.12+: ``container[start:stop] = value``
+        bounds = self.popn(2)
+        container = self.pop()
+        value = self.pop()
+        ops.setitem(self, container, self.build_slice(bounds), value)
 
     def STORE_SUBSCR(self, inst):
         index = self.pop()
