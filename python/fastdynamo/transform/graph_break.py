@@ -294,9 +294,8 @@ class _Builder:
 
         def exit_to(source: int, target: Instruction, depth: int, bound: frozenset) -> Instruction:
             skips = self._for_iter_skips(self.insts[source], target)
-            if skips:
+            if skips:  # the depth is already the one after them (_depth_after)
                 target = self.insts[self.index[id(target)] + len(skips)]
-                depth += sum(version.stack_effect(inst.opname, inst.arg, jump=False) for inst in skips)
             key = ("jump", id(target), depth)
             if key not in exits:
                 exits[key] = _Exit(target, depth, self._nulls(depth), bound=bound)
@@ -394,7 +393,9 @@ class _Builder:
                 depth = len(self.stack)
             return depth
         target = inst.target if jump else self.insts[self.index[id(inst)] + 1]
-        at_target = self.depths[self.index[id(target)]]
+        assert target is not None  # a jump has its target
+        skips = self._for_iter_skips(inst, target) if jump else []
+        at_target = self.depths[self.index[id(target)] + len(skips)]
         if at_target is None or at_target > len(self.stack):
             raise unsupported("a loop exit with more values on the stack than at its start")
         return at_target
