@@ -42,6 +42,7 @@ from .instruction import (
     create_load_const,
     create_load_global,
     create_load_method,
+    create_make_function,
     create_push_null,
 )
 from .parameters import parameter_names, varargs_name, varkeywords_name
@@ -67,6 +68,7 @@ __all__ = [
     "create_load_closure",
     "create_load_const",
     "create_load_global",
+    "create_make_function",
     "create_load_method",
     "create_push_null",
     "definitely_bound",

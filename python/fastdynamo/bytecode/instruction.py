@@ -181,6 +181,24 @@ def create_list_to_tuple() -> list[Instruction]:
     return [create_instruction("LIST_TO_TUPLE")]
 
 
+def create_make_function(flags: int = 0) -> list[Instruction]:
+    """Make a function of the code object on the stack, with the values ``flags``
+    (``version.MAKE_FUNCTION_*``) name below it: 3.11/3.12's ``MAKE_FUNCTION flags``;
+    from 3.13 ``MAKE_FUNCTION`` and a ``SET_FUNCTION_ATTRIBUTE`` per flag, innermost
+    value first.
+
+    >>> create_make_function()[0].opname
+    'MAKE_FUNCTION'
+    """
+    if not version.PY_3_13:
+        return [create_instruction("MAKE_FUNCTION", arg=flags)]
+    parts = [bit for bit in (version.MAKE_FUNCTION_CLOSURE, version.MAKE_FUNCTION_ANNOTATIONS,
+                             version.MAKE_FUNCTION_KWDEFAULTS, version.MAKE_FUNCTION_DEFAULTS)
+             if flags & bit]
+    return [create_instruction("MAKE_FUNCTION"),
+            *[create_instruction("SET_FUNCTION_ATTRIBUTE", arg=bit) for bit in parts]]
+
+
 def create_push_null() -> Instruction:
     return create_instruction("PUSH_NULL")
 

@@ -337,6 +337,12 @@ _PUSHES_NOTHING = frozenset({"STORE_ATTR", "STORE_SUBSCR", "DELETE_SUBSCR", "DEL
                              "DELETE_DEREF", "STORE_DEREF", "DELETE_NAME", "STORE_NAME"})
 
 
+# 3.13: instructions that require an exact bool, made by a TO_BOOL before them. A graph
+# break at one of them (the translator kept a tensor there) runs a TO_BOOL first.
+NEEDS_BOOL_OPNAMES = frozenset({"POP_JUMP_IF_TRUE", "POP_JUMP_IF_FALSE", "UNARY_NOT"}) \
+    if PY_3_13 else frozenset()
+
+
 def resumable(inst) -> bool:
     """Whether a graph break can run ``inst`` alone natively and know the stack after it."""
     return inst.opname not in NOT_RESUMABLE_OPNAMES and not loads_method(inst)

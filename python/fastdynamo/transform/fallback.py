@@ -36,6 +36,7 @@ from ..bytecode import (
     create_list_to_tuple,
     create_load_closure,
     create_load_const,
+    create_make_function,
     varargs_name,
     varkeywords_name,
     version,
@@ -77,10 +78,10 @@ def make_function(code: CodeType) -> list[Instruction]:
     """A function for ``code`` with the running frame's globals and, if ``code`` has free
     variables, the frame's cells of the same names."""
     if not code.co_freevars:
-        return [create_load_const(code), create_instruction("MAKE_FUNCTION", arg=0)]
+        return [create_load_const(code), *create_make_function()]
     cells = [create_load_closure(name) for name in code.co_freevars]
     return [*cells, create_instruction("BUILD_TUPLE", arg=len(cells)), create_load_const(code),
-            create_instruction("MAKE_FUNCTION", arg=version.MAKE_FUNCTION_CLOSURE)]
+            *create_make_function(version.MAKE_FUNCTION_CLOSURE)]
 
 
 def _arguments(original: CodeType, load: Callable[[str], list[Instruction]]) -> list[Instruction]:

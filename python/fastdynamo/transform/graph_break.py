@@ -328,6 +328,10 @@ class _Builder:
         code = [copies[id(inst)] for inst in originals]
         if region.start == region.end and originals[0].opname == "CALL":
             code = self._call_with_prefix(originals[0], copies[id(originals[0])])
+        if region.start == region.end and originals[0].opname in version.NEEDS_BOOL_OPNAMES:
+            to_bool = create_instruction("TO_BOOL")
+            to_bool.exn_tab_entry, to_bool.positions = code[0].exn_tab_entry, originals[0].positions
+            code = [to_bool, *code]
         last = originals[-1]
         if last.opname not in version.TERMINATOR_OPNAMES:
             following = self.insts[region.end + 1]

@@ -4,9 +4,8 @@ from __future__ import annotations
 from ...bytecode import version
 from ...exc import unsupported
 from ..variables.constant import ConstantVariable
-from .operators import OperatorOpcodes
 from ..variables.containers import DictVariable, ListVariable, SetVariable, TupleVariable, dict_items
-
+from .operators import OperatorOpcodes
 
 _CONVERSIONS = {0: lambda v: v, 1: str, 2: repr, 3: ascii}
 

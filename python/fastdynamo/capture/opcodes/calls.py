@@ -64,7 +64,7 @@ class CallOpcodes:
         self._set_function_attribute(function, inst.arg, self.pop())
         self.push(function)
 
-    def _set_function_attribute(self, function: NestedFunctionVariable, flag: int, value) -> None:
+    def _set_function_attribute(self, function, flag, value):
         """One part of a function being made (MAKE_FUNCTION's flags)."""
         if flag == version.MAKE_FUNCTION_DEFAULTS:
             function.defaults = tuple(value.unpack_var_sequence(self))

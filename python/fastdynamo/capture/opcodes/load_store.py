@@ -15,6 +15,9 @@ from ..variables.functions import CellVariable
 class LoadStoreOpcodes:
     # from InstructionTranslator, which mixes this class in
     code: CodeType
+    cells: dict[str, CellVariable]
+    f_builtins: dict
+    output: Any  # OutputGraph
     locals: dict[str, Any]
     f_globals: dict
     root_globals: dict

@@ -7,6 +7,16 @@ from ...bytecode import version
 from ...exc import unsupported
 from .. import operators as ops
 from ..variables.constant import ConstantVariable
+from ..variables.tensor import TensorVariable
+
+
+def _to_bool(tx, value):
+    """``bool(value)`` as 3.13's TO_BOOL computes it. A tensor stays as it is: the jump or
+    ``not`` that takes its truth breaks the graph there, as on 3.11, and runs natively
+    behind a TO_BOOL of its own (graph_break.py)."""
+    if isinstance(value, TensorVariable):
+        return value
+    return ConstantVariable(value.truth(tx))
 
 
 class OperatorOpcodes:
@@ -44,12 +54,12 @@ class OperatorOpcodes:
         left = self.pop()
         result = ops.compare_op(self, ops.COMPARE_OPERATORS[inst.argval], left, right)
         if inst.arg & version.COMPARE_TO_BOOL_BIT:  # 3.13: the result as a bool, for a jump
-            result = ConstantVariable(result.truth(self))
+            result = _to_bool(self, result)
         self.push(result)
 
     def TO_BOOL(self, inst):
         # 3.13: before a conditional jump or ``not``, which then require an exact bool.
-        self.push(ConstantVariable(self.pop().truth(self)))
+        self.push(_to_bool(self, self.pop()))
 
     def IS_OP(self, inst):
         right = self.pop()

@@ -34,7 +34,7 @@ class StackOpcodes:
             self.push(NULL)
             self.push(value)
 
-    def pop_callable(self, args: list) -> tuple:
+    def pop_callable(self, args):
         """Pop the two slots below a call's arguments: ``(function, arguments)``, with
         the ``self`` of a method call first among them."""
         upper = self.pop()
