@@ -33,6 +33,7 @@ from .instruction import (
     copy_exception_entry,
     create_call,
     create_call_function,
+    create_callable,
     create_instruction,
     create_jump,
     create_list_to_tuple,
@@ -41,6 +42,7 @@ from .instruction import (
     create_load_const,
     create_load_global,
     create_load_method,
+    create_make_function,
     create_push_null,
 )
 from .parameters import parameter_names, varargs_name, varkeywords_name
@@ -58,6 +60,7 @@ __all__ = [
     "copy_exception_entry",
     "create_call",
     "create_call_function",
+    "create_callable",
     "create_instruction",
     "create_jump",
     "create_list_to_tuple",
@@ -65,6 +68,7 @@ __all__ = [
     "create_load_closure",
     "create_load_const",
     "create_load_global",
+    "create_make_function",
     "create_load_method",
     "create_push_null",
     "definitely_bound",

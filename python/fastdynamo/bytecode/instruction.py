@@ -181,6 +181,24 @@ def create_list_to_tuple() -> list[Instruction]:
     return [create_instruction("LIST_TO_TUPLE")]
 
 
+def create_make_function(flags: int = 0) -> list[Instruction]:
+    """Make a function of the code object on the stack, with the values ``flags``
+    (``version.MAKE_FUNCTION_*``) name below it: 3.11/3.12's ``MAKE_FUNCTION flags``;
+    from 3.13 ``MAKE_FUNCTION`` and a ``SET_FUNCTION_ATTRIBUTE`` per flag, innermost
+    value first.
+
+    >>> create_make_function()[0].opname
+    'MAKE_FUNCTION'
+    """
+    if not version.PY_3_13:
+        return [create_instruction("MAKE_FUNCTION", arg=flags)]
+    parts = [bit for bit in (version.MAKE_FUNCTION_CLOSURE, version.MAKE_FUNCTION_ANNOTATIONS,
+                             version.MAKE_FUNCTION_KWDEFAULTS, version.MAKE_FUNCTION_DEFAULTS)
+             if flags & bit]
+    return [create_instruction("MAKE_FUNCTION"),
+            *[create_instruction("SET_FUNCTION_ATTRIBUTE", arg=bit) for bit in parts]]
+
+
 def create_push_null() -> Instruction:
     return create_instruction("PUSH_NULL")
 
@@ -209,6 +227,20 @@ def create_call(nargs: int, kw_names: tuple[str, ...] = ()) -> list[Instruction]
     return insts
 
 
+def create_callable(load_callable: Iterable[Instruction]) -> list[Instruction]:
+    """``load_callable`` with the ``PUSH_NULL`` a call needs next to it: below the
+    callable up to 3.12, above it from 3.13. Follow with the arguments and
+    :func:`create_call`.
+
+    >>> names = [i.opname for i in create_callable([create_load_const(len)])]
+    >>> names == (["LOAD_CONST", "PUSH_NULL"] if version.PY_3_13 else ["PUSH_NULL", "LOAD_CONST"])
+    True
+    """
+    if version.NULL_ABOVE_CALLABLE:
+        return [*load_callable, create_push_null()]
+    return [create_push_null(), *load_callable]
+
+
 def create_call_function(load_callable: Iterable[Instruction],
                          load_args: Iterable[Iterable[Instruction]],
                          kw_names: tuple[str, ...] = ()) -> list[Instruction]:
@@ -220,9 +252,7 @@ def create_call_function(load_callable: Iterable[Instruction],
     >>> names[:2] == (["LOAD_GLOBAL", "PUSH_NULL"] if version.PY_3_13 else ["PUSH_NULL", "LOAD_GLOBAL"])
     True
     """
-    callable_and_null = [*load_callable, create_push_null()] if version.PY_3_13 \
-        else [create_push_null(), *load_callable]
-    insts = list(callable_and_null)
+    insts = create_callable(load_callable)
     nargs = 0
     for arg in load_args:
         insts.extend(arg)

@@ -29,6 +29,9 @@ OPNAME: list[str] = list(dis.opname)
 HAVE_ARGUMENT: int = dis.HAVE_ARGUMENT
 EXTENDED_ARG: int = dis.EXTENDED_ARG
 CACHE: int = OPMAP["CACHE"]
+# Opcodes that can appear in bytecode; 3.12+'s opmap also lists the compiler's
+# pseudo-instructions (JUMP, LOAD_METHOD, ...), numbered above 255.
+REAL_OPNAMES: frozenset[str] = frozenset(name for name, op in OPMAP.items() if op <= 255)
 
 # Every jump in 3.11 is relative; the direction is part of the opcode.
 JUMP_OPNAMES: frozenset[str] = frozenset(OPNAME[op] for op in dis.hasjrel + dis.hasjabs)
@@ -163,7 +166,39 @@ GENERIC_OPNAMES: dict[str, str] = {
     **{f"POP_JUMP_{direction}IF_{condition}": f"POP_JUMP_IF_{condition}"
        for direction in ("FORWARD_", "BACKWARD_", "")
        for condition in ("TRUE", "FALSE", "NONE", "NOT_NONE")},
+    # 3.12+: reads a local that may be unbound; the translator checks every read anyway.
+    "LOAD_FAST_CHECK": "LOAD_FAST",
 }
+
+# 3.13 pushes the NULL (or ``self``) of a call above the callable: ``callable,
+# NULL|self, *args``; 3.11 and 3.12 below it: ``NULL|callable, callable|self, *args``.
+NULL_ABOVE_CALLABLE = PY_3_13
+# 3.12+: an exhausted FOR_ITER pops its iterator and jumps *past* the END_FOR it targets
+# (3.13: past END_FOR and POP_TOP); :mod:`dis` counts the stack as if it kept the
+# iterator and pushed a value that END_FOR (and POP_TOP) remove. The translator and the
+# graph-break code follow dis: iterator kept, a placeholder pushed, END_FOR run.
+FOR_ITER_JUMPS_TO_END_FOR = PY_3_12
+# Instructions CPython skips after an exhausted FOR_ITER's target (END_FOR included).
+FOR_ITER_SKIPS = ("END_FOR", "POP_TOP") if PY_3_13 else ("END_FOR",) if PY_3_12 else ()
+# 3.12+: CALL_INTRINSIC_1's argument names a function (``dis._intrinsic_1_descs``).
+INTRINSIC_1_NAMES: tuple[str, ...] = tuple(getattr(dis, "_intrinsic_1_descs", ()))
+INTRINSIC_2_NAMES: tuple[str, ...] = tuple(getattr(dis, "_intrinsic_2_descs", ()))
+# 3.13: COMPARE_OP's argument bit asking for the result as a bool.
+COMPARE_TO_BOOL_BIT = 0x10 if PY_3_13 else 0
+# 3.12+: LOAD_ATTR's low bit (a method load) and LOAD_SUPER_ATTR's bits.
+LOAD_METHOD_BIT = 0x01
+SUPER_METHOD_BIT = 0x01
+SUPER_TWO_ARGS_BIT = 0x02
+
+
+def loads_method(inst) -> bool:
+    """Whether ``inst`` pushes a method and ``self``, or NULL and the attribute, which
+    one known only when it runs: 3.11's LOAD_METHOD, 3.12+'s LOAD_ATTR and
+    LOAD_SUPER_ATTR with their method bit."""
+    if inst.opname == "LOAD_METHOD":
+        return True
+    return PY_3_12 and inst.opname in ("LOAD_ATTR", "LOAD_SUPER_ATTR") \
+        and bool(inst.arg & LOAD_METHOD_BIT)
 
 
 def generic_opname(opname: str) -> str:
@@ -290,14 +325,27 @@ def stack_effect(opname: str, arg: int | None, *, jump: bool) -> int:
 # graph_break.py runs one instruction natively and must know the stack after it.
 
 # LOAD_METHOD pushes NULL or not depending on the object, so the stack after it is
-# unknown; the others only make sense in their own sequence (calls, handlers, loops).
+# unknown (so do 3.12's method loads: ``loads_method``); the others only make sense in their own sequence (calls, handlers, loops).
 NOT_RESUMABLE_OPNAMES = frozenset({
     "LOAD_METHOD", "RETURN_VALUE", "YIELD_VALUE", "SEND", "FOR_ITER", "PRECALL", "KW_NAMES",
     "RERAISE", "PUSH_EXC_INFO", "POP_EXCEPT", "CHECK_EXC_MATCH", "WITH_EXCEPT_START"})
 _PUSHES_NOTHING = frozenset({"STORE_ATTR", "STORE_SUBSCR", "DELETE_SUBSCR", "DELETE_ATTR",
                              "STORE_GLOBAL", "DELETE_GLOBAL", "POP_TOP", "RAISE_VARARGS",
                              "IMPORT_STAR", "PRINT_EXPR", "JUMP_IF_TRUE_OR_POP",
-                             "JUMP_IF_FALSE_OR_POP"})
+                             "JUMP_IF_FALSE_OR_POP", "STORE_SLICE", "END_FOR", "END_SEND",
+                             "STORE_FAST", "STORE_FAST_STORE_FAST", "DELETE_FAST",
+                             "DELETE_DEREF", "STORE_DEREF", "DELETE_NAME", "STORE_NAME"})
+
+
+# 3.13: instructions that require an exact bool, made by a TO_BOOL before them. A graph
+# break at one of them (the translator kept a tensor there) runs a TO_BOOL first.
+NEEDS_BOOL_OPNAMES = frozenset({"POP_JUMP_IF_TRUE", "POP_JUMP_IF_FALSE", "UNARY_NOT"}) \
+    if PY_3_13 else frozenset()
+
+
+def resumable(inst) -> bool:
+    """Whether a graph break can run ``inst`` alone natively and know the stack after it."""
+    return inst.opname not in NOT_RESUMABLE_OPNAMES and not loads_method(inst)
 
 
 def values_pushed(inst) -> int:
@@ -316,6 +364,8 @@ def values_pushed(inst) -> int:
         return 2
     if inst.opname == "LOAD_GLOBAL":
         return 1 + (inst.arg & 1)
+    if inst.opname == "LOAD_FAST_LOAD_FAST" or loads_method(inst):
+        return 2
     return 1
 
 

@@ -35,12 +35,12 @@ from ..bytecode import (
     Instruction,
     assemble,
     create_call,
+    create_call_function,
     create_instruction,
     create_load_attr,
     create_load_closure,
     create_load_const,
     create_load_global,
-    create_push_null,
     instructions_from_code,
     parameter_names,
     version,
@@ -168,8 +168,7 @@ class _Emitter:
     def type_of(self, source: TypeSource) -> list[Instruction]:
         # The builtin ``type`` itself as a constant: a global named ``type`` in user
         # code must not change what the guard saw.
-        return [create_push_null(), create_load_const(type), *self.source(source.base),
-                *create_call(1)]
+        return create_call_function([create_load_const(type)], [self.source(source.base)])
 
     def weakref_call(self, source: WeakRefCallSource) -> list[Instruction]:
         # the guard checked that the base is exactly a weakref.ref: calling it runs no user code
@@ -208,8 +207,7 @@ class _Emitter:
     def call(self, plan: Call) -> list[Instruction]:
         values = list(plan.args) + [value for _, value in plan.kwargs]
         names = tuple(name for name, _ in plan.kwargs)
-        return [create_push_null(), *self.plan(plan.function), *self.plans(values),
-                *create_call(len(values), names)]
+        return create_call_function(self.plan(plan.function), [self.plan(v) for v in values], names)
 
     def frame_cell(self, plan: FrameCell) -> list[Instruction]:
         return [create_load_closure(plan.name)]

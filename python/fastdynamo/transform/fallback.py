@@ -31,12 +31,14 @@ from ..bytecode import (
     ExceptionTableEntry,
     Instruction,
     create_call,
+    create_call_function,
+    create_callable,
     create_instruction,
     create_jump,
     create_list_to_tuple,
     create_load_closure,
     create_load_const,
-    create_push_null,
+    create_make_function,
     varargs_name,
     varkeywords_name,
     version,
@@ -63,8 +65,9 @@ def fallback_for(runtime: Any, original: CodeType, mutates_inputs: bool,
 
 def set_grad_mode(mode: bool) -> list[Instruction]:
     """``torch._C._set_grad_enabled(mode)`` as a statement."""
-    return [create_push_null(), create_load_const(torch._C._set_grad_enabled),
-            create_load_const(mode), *create_call(1), create_instruction("POP_TOP")]
+    return [*create_call_function([create_load_const(torch._C._set_grad_enabled)],
+                                  [[create_load_const(mode)]]),
+            create_instruction("POP_TOP")]
 
 
 def fallback_code(original: CodeType) -> CodeType:
@@ -77,10 +80,10 @@ def make_function(code: CodeType) -> list[Instruction]:
     """A function for ``code`` with the running frame's globals and, if ``code`` has free
     variables, the frame's cells of the same names."""
     if not code.co_freevars:
-        return [create_load_const(code), create_instruction("MAKE_FUNCTION", arg=0)]
+        return [create_load_const(code), *create_make_function()]
     cells = [create_load_closure(name) for name in code.co_freevars]
     return [*cells, create_instruction("BUILD_TUPLE", arg=len(cells)), create_load_const(code),
-            create_instruction("MAKE_FUNCTION", arg=version.MAKE_FUNCTION_CLOSURE)]
+            *create_make_function(version.MAKE_FUNCTION_CLOSURE)]
 
 
 def _arguments(original: CodeType, load: Callable[[str], list[Instruction]]) -> list[Instruction]:
@@ -167,11 +170,11 @@ def protect(graph_call: list[Instruction], original: CodeType, fallback: CodeTyp
     reraise = create_instruction("RERAISE", arg=0)
     cleanup = [create_instruction("COPY", arg=3), create_instruction("POP_EXCEPT"),
                create_instruction("RERAISE", arg=1)]
-    call = [*set_grad_mode(grad_mode), create_push_null(), create_load_const(rerun),
-            create_instruction("LOAD_FAST", argval=GRAPH_ERROR_LOCAL),
-            create_instruction("DELETE_FAST", argval=GRAPH_ERROR_LOCAL),  # no frame cycle
-            *make_function(fallback), *_arguments(original, load), create_load_const(may_catch),
-            *create_call(5)]
+    error = [create_instruction("LOAD_FAST", argval=GRAPH_ERROR_LOCAL),
+             create_instruction("DELETE_FAST", argval=GRAPH_ERROR_LOCAL)]  # no frame cycle
+    arguments = _arguments(original, load)  # two values: the tuple and the dict
+    call = [*set_grad_mode(grad_mode), *create_callable([create_load_const(rerun)]), *error,
+            *make_function(fallback), *arguments, create_load_const(may_catch), *create_call(5)]
     caught = [handler, create_load_const(Exception), create_instruction("CHECK_EXC_MATCH"),
               create_jump(reraise, "POP_JUMP_IF_FALSE"),
               create_instruction("STORE_FAST", argval=GRAPH_ERROR_LOCAL),

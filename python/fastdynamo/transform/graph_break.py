@@ -44,6 +44,7 @@ from ..bytecode import (
     assemble,
     bound_after,
     create_call,
+    create_call_function,
     create_instruction,
     create_jump,
     create_load_const,
@@ -111,7 +112,7 @@ def choose_region(code: CodeType, err: Unsupported) -> Region:
     at = err.root_index
     loop = _outermost_loop(insts, at)
     if loop is None:
-        if insts[at].opname in version.NOT_RESUMABLE_OPNAMES:
+        if not version.resumable(insts[at]):
             raise unsupported(f"graph break at {insts[at].opname}")
         return Region(at, at, err.root_step, is_loop=False)
     start, end = loop
@@ -128,9 +129,32 @@ def _outermost_loop(insts: list[Instruction], at: int) -> tuple[int, int] | None
         if inst.is_jump and inst.target is not None:
             target = index[id(inst.target)]
             if target <= at <= i and (best is None or target < best[0] or
-                                      (target == best[0] and i > best[1])):
+                                      (target == best[0] and i > best[1])) \
+                    and _reaches(insts, index, target, i):
                 best = (target, i)
     return best
+
+
+def _reaches(insts: list[Instruction], index: dict[int, int], start: int, end: int) -> bool:
+    """Whether ordinary control flow (no exception edges) within ``start..end`` goes from
+    ``start`` to ``end``: a backward jump closes a loop only then. From 3.12 the code
+    after a ``with`` or ``except`` handler jumps back to the statement after the block,
+    a backward jump that no iteration takes."""
+    seen = {start}
+    todo = [start]
+    while todo:
+        i = todo.pop()
+        if i == end:
+            return True
+        inst = insts[i]
+        nexts = [] if inst.opname in version.TERMINATOR_OPNAMES else [i + 1]
+        if inst.is_jump and inst.target is not None:
+            nexts.append(index[id(inst.target)])
+        for n in nexts:
+            if start <= n <= end and n not in seen:
+                seen.add(n)
+                todo.append(n)
+    return False
 
 
 def split_frame(code: CodeType, region: Region, state: BreakState, graph: GraphCall | None,
@@ -157,6 +181,8 @@ class _Exit:
     handler: ExceptionTableEntry | None = None
     bound: frozenset[str] = frozenset()  # locals bound on every path to the exit
     stub: Instruction = field(default_factory=lambda: create_instruction("NOP"))
+    # 3.12+: what an exhausted FOR_ITER skips (END_FOR...), placed before ``stub``.
+    skipped: list[Instruction] = field(default_factory=list)
 
 
 class _Builder:
@@ -267,11 +293,19 @@ class _Builder:
                                                 self.state.bound_locals)
 
         def exit_to(source: int, target: Instruction, depth: int, bound: frozenset) -> Instruction:
+            skips = self._for_iter_skips(self.insts[source], target)
+            if skips:  # the depth is already the one after them (_depth_after)
+                target = self.insts[self.index[id(target)] + len(skips)]
             key = ("jump", id(target), depth)
             if key not in exits:
                 exits[key] = _Exit(target, depth, self._nulls(depth), bound=bound)
-            exits[key].bound &= bound
-            return exits[key].stub
+            ex = exits[key]
+            ex.bound &= bound
+            if not skips:
+                return ex.stub
+            if not ex.skipped:
+                ex.skipped = [create_instruction(inst.opname, arg=inst.arg) for inst in skips]
+            return ex.skipped[0]
 
         for i, inst in enumerate(originals, region.start):
             new = copies[id(inst)]
@@ -294,6 +328,10 @@ class _Builder:
         code = [copies[id(inst)] for inst in originals]
         if region.start == region.end and originals[0].opname == "CALL":
             code = self._call_with_prefix(originals[0], copies[id(originals[0])])
+        if region.start == region.end and originals[0].opname in version.NEEDS_BOOL_OPNAMES:
+            to_bool = create_instruction("TO_BOOL")
+            to_bool.exn_tab_entry, to_bool.positions = code[0].exn_tab_entry, originals[0].positions
+            code = [to_bool, *code]
         last = originals[-1]
         if last.opname not in version.TERMINATOR_OPNAMES:
             following = self.insts[region.end + 1]
@@ -301,6 +339,18 @@ class _Builder:
             code.append(create_jump(exit_to(region.end, following,
                                             self._depth_after(last, jump=False), bound)))
         return code, list(exits.values())
+
+    def _for_iter_skips(self, inst: Instruction, target: Instruction) -> list[Instruction]:
+        """The instructions at ``target`` that an exhausted FOR_ITER jumps over (3.12+:
+        its END_FOR; 3.13: and the POP_TOP after it). The exit is after them, and the
+        stub starts with copies of them, which CPython skips as well."""
+        if inst.opname != "FOR_ITER" or not version.FOR_ITER_SKIPS:
+            return []
+        at = self.index[id(target)]
+        skipped = self.insts[at:at + len(version.FOR_ITER_SKIPS)]
+        if tuple(i.opname for i in skipped) != version.FOR_ITER_SKIPS:
+            raise unsupported("a FOR_ITER whose target is not its END_FOR")
+        return skipped
 
     def _iterates_once(self) -> bool:
         """A ``for`` loop entered with items left runs its body at least once."""
@@ -347,7 +397,9 @@ class _Builder:
                 depth = len(self.stack)
             return depth
         target = inst.target if jump else self.insts[self.index[id(inst)] + 1]
-        at_target = self.depths[self.index[id(target)]]
+        assert target is not None  # a jump has its target
+        skips = self._for_iter_skips(inst, target) if jump else []
+        at_target = self.depths[self.index[id(target)] + len(skips)]
         if at_target is None or at_target > len(self.stack):
             raise unsupported("a loop exit with more values on the stack than at its start")
         return at_target
@@ -374,11 +426,10 @@ class _Builder:
             else:
                 out.append(create_instruction("STORE_FAST", argval=stack_argument(position)))
         params = layout.params()
-        out += [create_push_null(), *make_function(resume)]
-        out += [create_instruction("LOAD_FAST", argval=name) for name in params]
-        out += create_call(len(params))
+        out += create_call_function(make_function(resume),
+                                    [[create_instruction("LOAD_FAST", argval=name)] for name in params])
         out.append(create_instruction("RETURN_VALUE"))
-        return [ex.stub] + out
+        return ex.skipped + [ex.stub] + out
 
     def _layout(self, ex: _Exit) -> ResumeLayout:
         names = self._exit_locals(ex)
@@ -432,16 +483,18 @@ class _Builder:
 # ---------------------------------------------------------------- small sequences
 
 def _pop_null() -> list[Instruction]:
-    """``POP_TOP`` cannot pop a NULL: call a no-argument builtin over it instead."""
-    return [create_load_const(tuple), *create_call(0), create_instruction("POP_TOP")]
+    """``POP_TOP`` cannot pop a NULL: call a no-argument builtin over it instead (from
+    3.13 the NULL goes above the callable)."""
+    swap = [create_instruction("SWAP", arg=2)] if version.NULL_ABOVE_CALLABLE else []
+    return [create_load_const(tuple), *swap, *create_call(0), create_instruction("POP_TOP")]
 
 
 def _reenter_grad_mode(block: ReenterGradMode) -> list[Instruction]:
     """Enter a real grad-mode context as the traced ``with`` did: restore the mode it
     saw at entry, then ``BEFORE_WITH`` leaves the real ``__exit__`` on the stack."""
     factory = torch.enable_grad if block.target else torch.no_grad
-    return [*set_grad_mode(block.prior), create_push_null(), create_load_const(factory),
-            *create_call(0), create_instruction("BEFORE_WITH"), create_instruction("POP_TOP")]
+    return [*set_grad_mode(block.prior), *create_call_function([create_load_const(factory)], []),
+            create_instruction("BEFORE_WITH"), create_instruction("POP_TOP")]
 
 
 __all__ = ["GraphCall", "Region", "choose_region", "split_frame"]

@@ -5,6 +5,9 @@ from ...bytecode import version
 from ...exc import unsupported
 from ..variables.constant import ConstantVariable
 from ..variables.containers import DictVariable, ListVariable, SetVariable, TupleVariable, dict_items
+from .operators import OperatorOpcodes
+
+_CONVERSIONS = {0: lambda v: v, 1: str, 2: repr, 3: ascii}
 
 
 class BuildOpcodes:
@@ -27,10 +30,13 @@ class BuildOpcodes:
         self.push(DictVariable(dict(zip(keys, values, strict=True))))
 
     def BUILD_SLICE(self, inst):
-        parts = self.popn(inst.arg)
+        self.push(self.build_slice(self.popn(inst.arg)))
+
+    def build_slice(self, parts):
+        """``slice(*parts)``; also 3.12's BINARY_SLICE/STORE_SLICE bounds."""
         if not all(p.is_python_constant() for p in parts):
             raise unsupported("slice with non-constant bounds")
-        self.push(ConstantVariable(slice(*[p.as_python_constant() for p in parts])))
+        return ConstantVariable(slice(*[p.as_python_constant() for p in parts]))
 
     def BUILD_STRING(self, inst):
         parts = self.popn(inst.arg)
@@ -40,8 +46,19 @@ class BuildOpcodes:
         flags = inst.arg
         spec = self.pop().as_python_constant() if flags & version.FORMAT_VALUE_HAS_SPEC else ""
         value = self.pop().as_python_constant()
-        convert = {0: lambda v: v, 1: str, 2: repr, 3: ascii}[flags & version.FORMAT_VALUE_CONVERSION]
+        convert = _CONVERSIONS[flags & version.FORMAT_VALUE_CONVERSION]
         self.push(ConstantVariable(format(convert(value), spec)))
+
+    # 3.13 splits FORMAT_VALUE in three.
+    def CONVERT_VALUE(self, inst):
+        self.push(ConstantVariable(_CONVERSIONS[inst.arg](self.pop().as_python_constant())))
+
+    def FORMAT_SIMPLE(self, inst):
+        self.push(ConstantVariable(format(self.pop().as_python_constant())))
+
+    def FORMAT_WITH_SPEC(self, inst):
+        spec = self.pop().as_python_constant()
+        self.push(ConstantVariable(format(self.pop().as_python_constant(), spec)))
 
     def LIST_APPEND(self, inst):
         value = self.pop()
@@ -79,6 +96,17 @@ class BuildOpcodes:
     def LIST_TO_TUPLE(self, inst):
         self.push(TupleVariable(self.pop().items))
 
+    def CALL_INTRINSIC_1(self, inst):
+        # 3.12+: the few intrinsics ordinary code uses have a 3.11 opcode's handler.
+        name = version.INTRINSIC_1_NAMES[inst.arg]
+        handler = _INTRINSIC_1_AS.get(name)
+        if handler is None:
+            raise unsupported(f"CALL_INTRINSIC_1 {name}")
+        handler(self, inst)
+
+    def CALL_INTRINSIC_2(self, inst):
+        raise unsupported(f"CALL_INTRINSIC_2 {version.INTRINSIC_2_NAMES[inst.arg]}")
+
     def UNPACK_SEQUENCE(self, inst):
         items = self.pop().unpack_var_sequence(self)
         if len(items) != inst.arg:
@@ -98,3 +126,8 @@ class BuildOpcodes:
         self.push(ListVariable(middle))
         for item in reversed(items[:before]):
             self.push(item)
+
+
+# CALL_INTRINSIC_1's functions that do what a 3.11 opcode did: that opcode's handler.
+_INTRINSIC_1_AS = {"INTRINSIC_LIST_TO_TUPLE": BuildOpcodes.LIST_TO_TUPLE,
+                   "INTRINSIC_UNARY_POSITIVE": OperatorOpcodes.UNARY_POSITIVE}

@@ -13,14 +13,7 @@ class CallOpcodes:
         self.kw_names = self.code.co_consts[inst.arg]  # dis leaves argval unresolved in 3.11
 
     def CALL(self, inst):
-        args = self.popn(inst.arg)
-        callable_or_self = self.pop()
-        null_or_method = self.pop()
-        if null_or_method is NULL:
-            fn = callable_or_self
-        else:
-            fn = null_or_method
-            args = [callable_or_self, *args]
+        fn, args = self.pop_callable(self.popn(inst.arg))
         kwargs = {}
         if self.kw_names:
             names = self.kw_names
@@ -29,30 +22,63 @@ class CallOpcodes:
         self.kw_names = None
         self.push(fn.call_function(self, args, kwargs))
 
+    def CALL_KW(self, inst):
+        # 3.13: the keyword names are a constant tuple above the arguments.
+        self.kw_names = self.pop().as_python_constant()
+        self.CALL(inst)
+
     def CALL_FUNCTION_EX(self, inst):
         kwargs = dict_items(self, self.pop()) if inst.arg & version.CALL_FUNCTION_EX_KWARGS else {}
         args = self.pop().unpack_var_sequence(self)
-        fn = self.pop()
-        if self.stack and self.stack[-1] is NULL:
+        if version.NULL_ABOVE_CALLABLE:  # 3.13: callable, NULL, args
             self.pop()
+            fn = self.pop()
+        else:
+            fn = self.pop()
+            if self.stack and self.stack[-1] is NULL:
+                self.pop()
         if not all(isinstance(k, str) for k in kwargs):
             raise unsupported("keywords must be strings")
         self.push(fn.call_function(self, args, kwargs))
 
     def MAKE_FUNCTION(self, inst):
         code = self.pop().as_python_constant()
-        flags = inst.arg
-        closure = tuple(self.pop().items) if flags & version.MAKE_FUNCTION_CLOSURE else ()
-        if flags & version.MAKE_FUNCTION_ANNOTATIONS:
-            self.pop()  # annotations: irrelevant to behaviour
-        kwdefaults = dict(self.pop().items) if flags & version.MAKE_FUNCTION_KWDEFAULTS else {}
-        defaults = tuple(self.pop().unpack_var_sequence(self)) if flags & version.MAKE_FUNCTION_DEFAULTS else ()
-        if not isinstance(kwdefaults, dict):
-            raise unsupported("keyword defaults of a nested function")
-        function = NestedFunctionVariable(code, code.co_qualname, defaults, kwdefaults, closure,
+        flags = inst.arg or 0  # 3.13: no argument; SET_FUNCTION_ATTRIBUTE adds each part
+        closure = self.pop() if flags & version.MAKE_FUNCTION_CLOSURE else None
+        annotations = self.pop() if flags & version.MAKE_FUNCTION_ANNOTATIONS else None
+        kwdefaults = self.pop() if flags & version.MAKE_FUNCTION_KWDEFAULTS else None
+        defaults = self.pop() if flags & version.MAKE_FUNCTION_DEFAULTS else None
+        function = NestedFunctionVariable(code, code.co_qualname, (), {}, (),
                                           self.f_globals, self.globals_source)
-        function.has_annotations = bool(flags & version.MAKE_FUNCTION_ANNOTATIONS)  # dropped here: cannot be rebuilt
+        function.has_annotations = False
+        for flag, value in ((version.MAKE_FUNCTION_DEFAULTS, defaults),
+                            (version.MAKE_FUNCTION_KWDEFAULTS, kwdefaults),
+                            (version.MAKE_FUNCTION_ANNOTATIONS, annotations),
+                            (version.MAKE_FUNCTION_CLOSURE, closure)):
+            if value is not None:
+                self._set_function_attribute(function, flag, value)
         self.push(function)
+
+    def SET_FUNCTION_ATTRIBUTE(self, inst):
+        function = self.pop()
+        self._set_function_attribute(function, inst.arg, self.pop())
+        self.push(function)
+
+    def _set_function_attribute(self, function, flag, value):
+        """One part of a function being made (MAKE_FUNCTION's flags)."""
+        if flag == version.MAKE_FUNCTION_DEFAULTS:
+            function.defaults = tuple(value.unpack_var_sequence(self))
+        elif flag == version.MAKE_FUNCTION_KWDEFAULTS:
+            kwdefaults = dict(value.items)
+            if not isinstance(kwdefaults, dict):
+                raise unsupported("keyword defaults of a nested function")
+            function.kwdefaults = kwdefaults
+        elif flag == version.MAKE_FUNCTION_ANNOTATIONS:
+            function.has_annotations = True  # dropped here: cannot be rebuilt
+        elif flag == version.MAKE_FUNCTION_CLOSURE:
+            function.closure = tuple(value.items)
+        else:
+            raise unsupported(f"function attribute {flag:#x}")
 
 
 _ = (DictVariable, TupleVariable)

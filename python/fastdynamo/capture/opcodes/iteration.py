@@ -1,6 +1,7 @@
 """Iteration, and generators run to completion (generator expressions)."""
 from __future__ import annotations
 
+from ...bytecode import version
 from ...exc import unsupported
 from ..variables.constant import ConstantVariable
 from ..variables.containers import IteratorVariable, iterate
@@ -15,10 +16,18 @@ class IterationOpcodes:
             raise unsupported(f"iterating over {self.stack[-1].describe()}")
         item = self.stack[-1].next_item(self)
         if item is None:
-            self.pop()
+            if version.FOR_ITER_JUMPS_TO_END_FOR:
+                # as dis counts the stack: the iterator and a value, removed by END_FOR
+                self.push(ConstantVariable(None))
+            else:
+                self.pop()
             self.jump(inst)
         else:
             self.push(item)
+
+    def END_FOR(self, inst):
+        # 3.12: pops the iterator and FOR_ITER's value; 3.13: one of them (POP_TOP follows).
+        self.popn(-version.stack_effect("END_FOR", None, jump=False))
 
     def RETURN_GENERATOR(self, inst):
         self.push(ConstantVariable(None))  # popped by the POP_TOP that follows
@@ -42,9 +51,15 @@ class IterationOpcodes:
             raise unsupported(f"yield from {iterator.describe()}")
         item = iterator.next_item(self)
         if item is None:
-            self.pop()
+            if not version.PY_3_12:  # 3.12+: END_SEND, the target, pops the iterator
+                self.pop()
             returned = getattr(getattr(iterator, "frame", None), "return_value", None)
             self.push(returned or ConstantVariable(None))  # the value of `yield from`
             self.jump(inst)
         else:
             self.push(item)
+
+    def END_SEND(self, inst):
+        value = self.pop()
+        self.pop()
+        self.push(value)

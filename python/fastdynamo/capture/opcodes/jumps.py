@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, cast
 
+from ..builder import wrap_code_constant
+
 if TYPE_CHECKING:
     from ..translator import InstructionTranslator
 
@@ -53,3 +55,6 @@ class JumpOpcodes:
 
     def RETURN_VALUE(self, inst):
         self.return_value = self.pop()
+
+    def RETURN_CONST(self, inst):  # 3.12+
+        self.return_value = wrap_code_constant(inst.argval)

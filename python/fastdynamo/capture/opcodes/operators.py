@@ -3,9 +3,20 @@ from __future__ import annotations
 
 import operator
 
+from ...bytecode import version
 from ...exc import unsupported
 from .. import operators as ops
 from ..variables.constant import ConstantVariable
+from ..variables.tensor import TensorVariable
+
+
+def _to_bool(tx, value):
+    """``bool(value)`` as 3.13's TO_BOOL computes it. A tensor stays as it is: the jump or
+    ``not`` that takes its truth breaks the graph there, as on 3.11, and runs natively
+    behind a TO_BOOL of its own (graph_break.py)."""
+    if isinstance(value, TensorVariable):
+        return value
+    return ConstantVariable(value.truth(tx))
 
 
 class OperatorOpcodes:
@@ -41,7 +52,14 @@ class OperatorOpcodes:
     def COMPARE_OP(self, inst):
         right = self.pop()
         left = self.pop()
-        self.push(ops.compare_op(self, ops.COMPARE_OPERATORS[inst.argval], left, right))
+        result = ops.compare_op(self, ops.COMPARE_OPERATORS[inst.argval], left, right)
+        if inst.arg & version.COMPARE_TO_BOOL_BIT:  # 3.13: the result as a bool, for a jump
+            result = _to_bool(self, result)
+        self.push(result)
+
+    def TO_BOOL(self, inst):
+        # 3.13: before a conditional jump or ``not``, which then require an exact bool.
+        self.push(_to_bool(self, self.pop()))
 
     def IS_OP(self, inst):
         right = self.pop()
@@ -58,6 +76,19 @@ class OperatorOpcodes:
         index = self.pop()
         container = self.pop()
         self.push(ops.getitem(self, container, index))
+
+    def BINARY_SLICE(self, inst):
+        # 3.12+: ``container[start:stop]``
+        bounds = self.popn(2)
+        container = self.pop()
+        self.push(ops.getitem(self, container, self.build_slice(bounds)))
+
+    def STORE_SLICE(self, inst):
+        # 3.12+: ``container[start:stop] = value``
+        bounds = self.popn(2)
+        container = self.pop()
+        value = self.pop()
+        ops.setitem(self, container, self.build_slice(bounds), value)
 
     def STORE_SUBSCR(self, inst):
         index = self.pop()

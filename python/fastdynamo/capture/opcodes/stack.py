@@ -1,6 +1,7 @@
 """Stack shuffling and no-op opcodes."""
 from __future__ import annotations
 
+from ...bytecode import version
 from ..variables.base import NULL
 
 
@@ -22,6 +23,27 @@ class StackOpcodes:
 
     def PUSH_NULL(self, inst):
         self.push(NULL)
+
+    def push_null_and(self, value):
+        """Push ``value`` with a NULL next to it, as a call expects (the NULL below it
+        up to 3.12, above it from 3.13)."""
+        if version.NULL_ABOVE_CALLABLE:
+            self.push(value)
+            self.push(NULL)
+        else:
+            self.push(NULL)
+            self.push(value)
+
+    def pop_callable(self, args):
+        """Pop the two slots below a call's arguments: ``(function, arguments)``, with
+        the ``self`` of a method call first among them."""
+        upper = self.pop()
+        lower = self.pop()
+        if version.NULL_ABOVE_CALLABLE:  # callable, NULL|self
+            return lower, args if upper is NULL else [upper, *args]
+        if lower is NULL:  # NULL, callable
+            return upper, args
+        return lower, [upper, *args]  # method, self
 
     def COPY(self, inst):
         self.push(self.stack[-inst.arg])
