@@ -154,16 +154,15 @@ class _Emitter:
 
     def generic_attr(self, source: GenericAttrSource) -> list[Instruction]:
         # ``object.__getattribute__`` as a constant, like ``type`` below.
-        return [create_push_null(), create_load_const(object.__getattribute__), *self.source(source.base),
-                create_load_const(source.attr), *create_call(2)]
+        return create_call_function([create_load_const(object.__getattribute__)],
+                                    [self.source(source.base), [create_load_const(source.attr)]])
 
     def item(self, source: ItemSource) -> list[Instruction]:
         return self.source(source.base) + [create_load_const(source.key),
                                            create_instruction("BINARY_SUBSCR")]
 
     def dict_items_of(self, source: DictItemsSource) -> list[Instruction]:
-        return [create_push_null(), create_load_const(dict_items_of), *self.source(source.base),
-                *create_call(1)]
+        return create_call_function([create_load_const(dict_items_of)], [self.source(source.base)])
 
     def type_of(self, source: TypeSource) -> list[Instruction]:
         # The builtin ``type`` itself as a constant: a global named ``type`` in user
@@ -172,7 +171,7 @@ class _Emitter:
 
     def weakref_call(self, source: WeakRefCallSource) -> list[Instruction]:
         # the guard checked that the base is exactly a weakref.ref: calling it runs no user code
-        return [create_push_null(), *self.source(source.base), *create_call(0)]
+        return create_call_function(self.source(source.base), [])
 
     # plans -----------------------------------------------------------------
     def graph_output(self, plan: GraphOutput) -> list[Instruction]:

@@ -31,7 +31,7 @@ class LoadStoreOpcodes:
         value = self.locals[name]
         if isinstance(value, LazyArgument):
             if self._is_varkeywords(name) and type(value.value) is dict:
-                self.output.side_effects.mark_fresh(value.value)  # type: ignore[attr-defined]
+                self.output.side_effects.mark_fresh(value.value)
             value = wrap_value(self, value.value, value.source)
             self.locals[name] = value
         return value
@@ -39,7 +39,7 @@ class LoadStoreOpcodes:
     def _is_varkeywords(self, name: str) -> bool:
         """``name`` is the compiled frame's ``**kwargs``: a dict CPython makes for each
         call, which nothing else can reach when the frame starts."""
-        code = self.code  # type: ignore[attr-defined]
+        code = self.code
         if self.depth or not code.co_flags & version.CO_VARKEYWORDS:  # type: ignore[attr-defined]
             return False
         index = code.co_argcount + code.co_kwonlyargcount + bool(code.co_flags & version.CO_VARARGS)
