@@ -7,6 +7,8 @@
 //! verbose path returns the first failure as text.
 
 mod check;
+mod shape;
+mod shape_expr;
 pub(crate) mod source;
 mod tensor;
 mod tensor_layout;
@@ -65,6 +67,8 @@ pub struct GuardSet {
     roots: Vec<Node>,
     state_checks: Vec<StateCheck>,
     torch: Option<TorchState>,
+    /// Relations between symbolic sizes (dynamic entries), checked after the tree.
+    shapes: Option<shape::ShapeGuards>,
     count: usize,
 }
 
@@ -72,6 +76,7 @@ impl GuardSet {
     fn compile(py: Python<'_>, specs: &Bound<'_, PyAny>) -> PyResult<GuardSet> {
         let mut roots: Vec<Node> = Vec::new();
         let mut state_checks = Vec::new();
+        let mut shapes = None;
         let mut count = 0;
         for spec in specs.try_iter()? {
             let spec = spec?;
@@ -82,6 +87,13 @@ impl GuardSet {
             count += 1;
             if source.extract::<(String,)>().is_ok_and(|(kind,)| kind == "torch_state") {
                 state_checks.push(StateCheck::parse(&check)?);
+                continue;
+            }
+            if shape::is_shape_source(&source) {
+                if shapes.is_some() {
+                    return Err(Error::BadGuardSpec("more than one shape_env guard".into()).into());
+                }
+                shapes = Some(shape::ShapeGuards::parse(&check)?);
                 continue;
             }
             let check = Check::parse(&check)?;
@@ -98,7 +110,7 @@ impl GuardSet {
             node.checks.push(check);
         }
         let torch = if state_checks.is_empty() { None } else { Some(TorchState::load(py)?) };
-        Ok(GuardSet { roots, state_checks, torch, count })
+        Ok(GuardSet { roots, state_checks, torch, shapes, count })
     }
 
     /// Fast path: true when every guard passes. Stops at the first failure.
@@ -127,7 +139,7 @@ impl GuardSet {
         self.roots.iter().all(|root| match root.accessor.read_root(input) {
             Some(value) => root.run(&value, &mut reason),
             None => unreadable(&root.name, &mut reason),
-        })
+        }) && self.shapes.as_ref().is_none_or(|shapes| shapes.run(input, reason))
     }
 }
 
