@@ -5,6 +5,7 @@ from ...bytecode import version
 from ...exc import unsupported
 from ..variables.constant import ConstantVariable
 from ..variables.containers import DictVariable, ListVariable, SetVariable, TupleVariable, dict_items
+from ..variables.symbolic import SymbolicSlice, SymbolicValue
 
 
 class BuildOpcodes:
@@ -30,6 +31,9 @@ class BuildOpcodes:
         parts = self.popn(inst.arg)
         if not all(p.is_python_constant() for p in parts):
             raise unsupported("slice with non-constant bounds")
+        if any(isinstance(p, SymbolicValue) for p in parts):
+            self.push(SymbolicSlice(parts))  # symbolic where a graph op takes it
+            return
         self.push(ConstantVariable(slice(*[p.as_python_constant() for p in parts])))
 
     def BUILD_STRING(self, inst):
