@@ -2,7 +2,9 @@
 //! tensors (`s0 * s1 == s2`, `s0 >= 2`, `s0 % 8 == 0`...), evaluated in Rust.
 //!
 //! Spec: source `("shape_env",)`, check `("shape_exprs", loads, exprs, texts)` where each
-//! load is `(source_spec, is_size, dim, tensor_type)` (variable `i` is load `i`), each
+//! load is `(source_spec, kind, dim, type)` (variable `i` is load `i`): kind `"size"` or
+//! `"stride"` reads dim `dim` of a tensor of exact type `type`, `"value"` an int (a
+//! symbolic int argument; its type is guarded by the tree); each
 //! expr a tuple tree (`shape_expr`) and each text the guard as Python prints it, for
 //! failure reasons. The loads are evaluated after the rest of the tree, which has
 //! already checked each tensor's type, dtype, device and ndim.
@@ -19,10 +21,17 @@ use pyo3::prelude::*;
 use pyo3::types::{PyTuple, PyType};
 use std::fmt::Write;
 
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum LoadKind {
+    Size,
+    Stride,
+    Value,
+}
+
 struct Load {
     steps: Vec<Accessor>,
     name: String,
-    is_size: bool,
+    kind: LoadKind,
     dim: usize,
     tensor_type: Py<PyType>,
 }
@@ -102,10 +111,10 @@ impl ShapeGuards {
 
 impl Load {
     fn text(&self) -> String {
-        if self.is_size {
-            format!("{}.size()[{}]", self.name, self.dim)
-        } else {
-            format!("{}.stride()[{}]", self.name, self.dim)
+        match self.kind {
+            LoadKind::Size => format!("{}.size()[{}]", self.name, self.dim),
+            LoadKind::Stride => format!("{}.stride()[{}]", self.name, self.dim),
+            LoadKind::Value => self.name.clone(),
         }
     }
 
@@ -114,6 +123,9 @@ impl Load {
         let mut value = root.read_root(input)?;
         for step in rest {
             value = step.read_child(&value)?;
+        }
+        if self.kind == LoadKind::Value {
+            return value.cast_exact::<pyo3::types::PyInt>().ok()?.extract().ok();
         }
         self.fast_read(&value).or_else(|| self.slow_read(&value))
     }
@@ -131,13 +143,13 @@ impl Load {
         if self.dim >= ndim || ndim > layout.inline_dims() {
             return None;
         }
-        let base = if self.is_size { layout.sizes_offset() } else { layout.strides_offset() };
+        let base = if self.kind == LoadKind::Size { layout.sizes_offset() } else { layout.strides_offset() };
         imp.i64_at(base + 8 * self.dim)
     }
 
     fn slow_read(&self, value: &Bound<'_, PyAny>) -> Option<i64> {
         let py = value.py();
-        let dims = if self.is_size {
+        let dims = if self.kind == LoadKind::Size {
             value.getattr(intern!(py, "shape")).ok()?
         } else {
             value.call_method0(intern!(py, "stride")).ok()?
@@ -147,7 +159,7 @@ impl Load {
 }
 
 fn parse_load(load: &Bound<'_, PyAny>) -> Result<Load, Error> {
-    let why = "a shape load is (source, is_size, dim, tensor_type)";
+    let why = "a shape load is (source, \"size\"|\"stride\"|\"value\", dim, type)";
     let tuple = load.cast::<PyTuple>().ok().filter(|t| t.len() == 4).ok_or_else(|| bad(load, why))?;
     let get = |i: usize| tuple.get_item(i).map_err(|_| bad(load, why));
     let path = parse_source(&get(0)?)?;
@@ -155,10 +167,15 @@ fn parse_load(load: &Bound<'_, PyAny>) -> Result<Load, Error> {
     if !path.steps.first().is_some_and(|(a, _)| a.is_root()) {
         return Err(bad(load, "a shape load's source must start at the frame"));
     }
-    let is_size: bool = get(1)?.extract().map_err(|_| bad(load, why))?;
+    let kind = match get(1)?.extract::<String>().map_err(|_| bad(load, why))?.as_str() {
+        "size" => LoadKind::Size,
+        "stride" => LoadKind::Stride,
+        "value" => LoadKind::Value,
+        _ => return Err(bad(load, why)),
+    };
     let dim: usize = get(2)?.extract().map_err(|_| bad(load, why))?;
     let tensor_type = get(3)?.cast_into::<PyType>().map_err(|_| bad(load, why))?.unbind();
-    Ok(Load { steps: path.steps.into_iter().map(|(a, _)| a).collect(), name, is_size, dim, tensor_type })
+    Ok(Load { steps: path.steps.into_iter().map(|(a, _)| a).collect(), name, kind, dim, tensor_type })
 }
 
 fn parse_expr(spec: &Bound<'_, PyAny>, n_vars: usize) -> Result<Expr, Error> {

@@ -29,7 +29,7 @@ import torch
 
 from ..exc import unsupported
 from ..guards import equals, id_is, len_is, type_is
-from ..guards.sources import AttrSource, BuiltinSource, GlobalSource, ItemSource, Source
+from ..guards.sources import AttrSource, BuiltinSource, GlobalSource, ItemSource, LocalSource, Source
 from .variables.base import MethodCallVariable, VariableTracker
 from .variables.constant import ConstantVariable, PureFunctionVariable, wrap_constant_result
 from .variables.containers import (
@@ -126,6 +126,11 @@ def wrap_value(tx, value: Any, source: Source | None) -> VariableTracker:
         if source is None:
             raise unsupported("a tensor that the rewritten code cannot load (no source)")
         return tx.output.add_tensor_input(value, source)
+    if type(value) is int and isinstance(source, LocalSource):
+        symbolic = tx.output.add_int_input(value, source)
+        if symbolic is not None:  # automatic dynamic: a symbol, its type guarded
+            guard(type_is(int))
+            return symbolic
     if is_plain_constant(value):
         guard(equals(value))
         return wrap_constant_result(value) if type(value) is tuple else ConstantVariable(value, source)

@@ -90,6 +90,24 @@ class DynamicPolicy:
             dims[dim] = (low, high)
         return dims
 
+    def symbolic_int(self, value: int, source: Source, where: str) -> bool:
+        """Whether the int argument ``source`` is traced as a symbol: under automatic
+        dynamic, once its value changed between traces (an int crossing a graph break
+        into a resume function, a length passed in); never for 0 and 1."""
+        if self.mode is not None or self.seen is None or self.static_only:
+            return False
+        key = f"int {source.name()}"
+        before = self.seen.get(key)
+        self.seen[key] = (value,) if before is None or before == (value,) else (None,)
+        changed = before is not None and before != (value,)
+        if changed and before != (None,):
+            logs.emit("dynamic", f"{where}: int {source.name()} becomes symbolic: value changed "
+                      f"{before[0]} -> {value} since the last compilation (automatic dynamic)")
+        if changed and value in (0, 1):
+            logs.emit("dynamic", f"{where}: int {source.name()} is {value}: specialised")
+            return False
+        return changed
+
     def _automatic(self, name: str, shape: tuple[int, ...], where: str) -> set[int]:
         """Dims whose size differs from an earlier trace (recorded as None from then on)."""
         if self.mode is not None or self.seen is None:
@@ -133,12 +151,19 @@ class _SymbolicInput:
     node: torch.fx.Node
 
 
+@dataclass
+class _IntInput:
+    source: Source
+    node: torch.fx.Node
+
+
 class SymbolicShapes:
     """The ShapeEnv of one capture and the inputs whose sizes it tracks."""
 
     def __init__(self) -> None:
         self.env = ShapeEnv()
         self.inputs: list[_SymbolicInput] = []
+        self.int_inputs: list[_IntInput] = []
         self.loads: dict[sympy.Symbol, ShapeLoad] = {}
         self._nodes: dict[sympy.Symbol, torch.fx.Node] = {}
 
@@ -149,17 +174,28 @@ class SymbolicShapes:
         fake = mode.from_tensor(tensor, source=_NamedSource(source), symbolic_context=context)
         if isinstance(fake.storage_offset(), torch.SymInt):
             raise unsupported(f"{source.name()}: symbolic storage offset")
-        for is_size, values in ((True, fake.shape), (False, fake.stride())):
+        for kind, values in (("size", fake.shape), ("stride", fake.stride())):
             for dim, value in enumerate(values):
                 expr = value.node.expr if isinstance(value, torch.SymInt) else None
                 if isinstance(expr, sympy.Symbol) and expr not in self.loads:
-                    self.loads[expr] = ShapeLoad(source, is_size, dim, type(tensor))
+                    self.loads[expr] = ShapeLoad(source, kind, dim, type(tensor))
         for dim, (low, high) in dims.items():
             symbol = fake.shape[dim].node.expr
             if low is not None or high is not None:
                 self.env.constrain_symbol_range(symbol, compiler_min=max(low or 2, 2),
                                                 compiler_max=high if high is not None else sys_maxsize())
         return fake
+
+    def int_symbol(self, value: int, source: Source, node: torch.fx.Node) -> torch.SymInt:
+        """A fresh symbol for the int graph input ``node`` read from ``source``."""
+        named = _NamedSource(source)
+        symbol = self.env.create_symbol(value, named, dynamic_dim=DimDynamic.DYNAMIC, positive=None)
+        sym = self.env.create_symintnode(symbol, hint=value, source=named)
+        assert isinstance(sym, torch.SymInt), "a fresh DYNAMIC symbol is never a constant"
+        self.loads[symbol] = ShapeLoad(source, "value", 0, int)
+        self.int_inputs.append(_IntInput(source, node))
+        node.meta["example_value"] = node.meta["val"] = sym
+        return sym
 
     def add_input(self, source: Source, example: torch.Tensor, fake: torch.Tensor, node: torch.fx.Node) -> None:
         self.inputs.append(_SymbolicInput(source, example, fake, node))
@@ -231,8 +267,10 @@ class SymbolicShapes:
         load = self.loads.get(symbol)
         if load is None:
             raise ShapeLoweringError(f"symbol {symbol} has no input")
+        if load.kind == "value":  # an int input: its placeholder is the symbol
+            return next(i.node for i in self.int_inputs if i.source == load.source)
         placeholder = next(i.node for i in self.inputs if i.source == load.source)
-        op = torch.ops.aten.sym_size.int if load.is_size else torch.ops.aten.sym_stride.int
+        op = torch.ops.aten.sym_size.int if load.kind == "size" else torch.ops.aten.sym_stride.int
         last_placeholder = [n for n in graph.nodes if n.op == "placeholder"][-1]
         with graph.inserting_after(last_placeholder):
             node = graph.call_function(op, (placeholder, load.dim))
@@ -259,13 +297,13 @@ class SymbolicShapes:
         for inp in self.inputs:
             sizes: list[int | None] = []
             strides: list[int | None] = []
-            for is_size, values, out in ((True, inp.fake.shape, sizes), (False, inp.fake.stride(), strides)):
+            for kind, values, out in (("size", inp.fake.shape, sizes), ("stride", inp.fake.stride(), strides)):
                 for dim, value in enumerate(values):
                     if not isinstance(value, torch.SymInt) or value.node.expr.is_number:
                         out.append(int(value))  # static, or specialised since by a guard
                         continue
                     out.append(None)
-                    load = ShapeLoad(inp.source, is_size, dim, type(inp.example))
+                    load = ShapeLoad(inp.source, kind, dim, type(inp.example))
                     expr = _raw_expr(value)
                     if self.loads.get(expr) == load:
                         continue  # the dim that defines the symbol

@@ -102,13 +102,7 @@ class OutputGraph:
         if type(tensor) not in (torch.Tensor, torch.nn.Parameter):
             raise unsupported(f"tensor subclass {type(tensor).__qualname__} at {source.name()}")
         self.add_guard(source, tensor_match(tensor))
-        placeholders = [n for n in self.graph.nodes if n.op == "placeholder"]
-        if placeholders:
-            ctx = self.graph.inserting_after(placeholders[-1])
-        else:
-            ctx = self.graph.inserting_before(next(iter(self.graph.nodes), None))
-        with ctx:
-            node = self.graph.placeholder(self._unique_name(source.name()))
+        node = self._placeholder(source)
         fake = self._fake_input(tensor, source)
         node.meta["example_value"] = node.meta["val"] = fake
         if self.shapes is not None:
@@ -119,11 +113,34 @@ class OutputGraph:
         self._inputs_by_source[source] = var
         return var
 
-    def _fake_input(self, tensor: torch.Tensor, source: Source) -> torch.Tensor:
-        """The input's FakeTensor: symbolic sizes in the dims the policy picks."""
-        dims = self.policy.symbolic_dims(tensor, source, self.where) if self.policy is not None else {}
-        if not dims and self.shapes is None:
-            return self.fake_mode.from_tensor(tensor)
+    def add_int_input(self, value: int, source: Source):
+        """An int argument traced as a symbol (automatic dynamic), or None: then it is a
+        constant guarded by value, as before."""
+        if self.policy is None or not self.policy.symbolic_int(value, source, self.where):
+            return None
+        if source in self._inputs_by_source:
+            return self._inputs_by_source[source]
+        from .variables.symbolic import SymbolicValue
+
+        shapes = self._symbolic_shapes()
+        node = self._placeholder(source)
+        sym = shapes.int_symbol(value, source, node)
+        self.inputs.append(GraphInput(source, node, value))  # type: ignore[arg-type]
+        var = SymbolicValue(sym)
+        var.source = source
+        self._inputs_by_source[source] = var
+        return var
+
+    def _placeholder(self, source: Source) -> torch.fx.Node:
+        placeholders = [n for n in self.graph.nodes if n.op == "placeholder"]
+        if placeholders:
+            ctx = self.graph.inserting_after(placeholders[-1])
+        else:
+            ctx = self.graph.inserting_before(next(iter(self.graph.nodes), None))
+        with ctx:
+            return self.graph.placeholder(self._unique_name(source.name()))
+
+    def _symbolic_shapes(self) -> Any:
         if self.shapes is None:
             from .dynamic import SymbolicShapes
 
@@ -132,7 +149,14 @@ class OutputGraph:
             # mode makes symbols (what FakeTensorMode(shape_env=...) would have set).
             self.fake_mode.shape_env = self.shapes.env
             self.fake_mode.static_shapes = False
-        return self.shapes.fake_tensor(self.fake_mode, tensor, source, dims)
+        return self.shapes
+
+    def _fake_input(self, tensor: torch.Tensor, source: Source) -> torch.Tensor:
+        """The input's FakeTensor: symbolic sizes in the dims the policy picks."""
+        dims = self.policy.symbolic_dims(tensor, source, self.where) if self.policy is not None else {}
+        if not dims and self.shapes is None:
+            return self.fake_mode.from_tensor(tensor)
+        return self._symbolic_shapes().fake_tensor(self.fake_mode, tensor, source, dims)
 
     def aliases_input(self, fake: torch.Tensor) -> bool:
         """True when ``fake`` shares storage with a graph input."""

@@ -43,18 +43,21 @@ class ShapeLoweringError(Exception):
 
 @dataclass(frozen=True)
 class ShapeLoad:
-    """``source.size()[dim]`` (or ``.stride()[dim]``) of a tensor of type ``tensor_type``."""
+    """``source.size()[dim]`` (kind ``"size"``) or ``.stride()[dim]`` (``"stride"``) of a
+    tensor of type ``value_type``, or the int ``source`` itself (``"value"``)."""
 
     source: Source
-    is_size: bool
+    kind: str
     dim: int
-    tensor_type: type
+    value_type: type
 
     def text(self) -> str:
-        return f"{self.source.name()}.{'size' if self.is_size else 'stride'}()[{self.dim}]"
+        if self.kind == "value":
+            return self.source.name()
+        return f"{self.source.name()}.{self.kind}()[{self.dim}]"
 
     def spec(self) -> tuple:
-        return (self.source.spec(), self.is_size, self.dim, self.tensor_type)
+        return (self.source.spec(), self.kind, self.dim, self.value_type)
 
 
 _INT64 = (-(2 ** 63), 2 ** 63 - 1)
