@@ -58,3 +58,20 @@ def test_item_value_crossing_a_break_is_correct():
         x = torch.full((3,), v)
         assert_same(fn(x), f(x))
     assert len(rec.captures) >= 1
+
+
+def reshape_to(x, shape):
+    return x.reshape(shape) + 1
+
+
+def test_tuple_of_ints_argument_becomes_symbolic():
+    fn, rec = compiled(reshape_to)
+    for n in (2, 3, 4, 6, 9):
+        x = torch.randn(n * 4)
+        assert_same(fn(x, (n, 4)), reshape_to(x, (n, 4)))
+    assert len(rec.captures) == 2
+    guards = "\n".join(g.text() for g in rec.captures[1].result.guards)
+    assert "type(shape[0]) is int" in guards and "shape[1] == 4" in guards, guards
+    x = torch.randn(12)
+    assert_same(fn(x, (4, 3)), reshape_to(x, (4, 3)))  # a changed static item: recompiles
+    assert len(rec.captures) == 3

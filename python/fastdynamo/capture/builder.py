@@ -131,6 +131,12 @@ def wrap_value(tx, value: Any, source: Source | None) -> VariableTracker:
         if symbolic is not None:  # automatic dynamic: a symbol, its type guarded
             guard(type_is(int))
             return symbolic
+    if type(value) is tuple and isinstance(source, LocalSource) and is_plain_constant(value):
+        items = _tuple_with_symbolic_ints(tx, value, source)
+        if items is not None:
+            guard(type_is(tuple))
+            guard(len_is(len(value)))
+            return TupleVariable(items)
     if is_plain_constant(value):
         guard(equals(value))
         return wrap_constant_result(value) if type(value) is tuple else ConstantVariable(value, source)
@@ -304,6 +310,27 @@ def _fields(value: Any, source: Source):
         return [(f"item {i}", ItemSource(source, i), v) for i, v in enumerate(value)]
     names = ("type", "index") if type(value) is torch.device else ("start", "stop", "step")
     return [(name, AttrSource(source, name), getattr(value, name)) for name in names]
+
+
+def _tuple_with_symbolic_ints(tx, value: tuple, source: Source) -> list[VariableTracker] | None:
+    """The items of a tuple argument (sizes passed to a resume function) when some int
+    item became symbolic (automatic dynamic); the others are guarded by value. None
+    when none did: the whole tuple is then one constant, as before."""
+    items: list[VariableTracker | None] = []
+    for i, item in enumerate(value):
+        symbolic = tx.output.add_int_input(item, ItemSource(source, i)) if type(item) is int else None
+        if symbolic is not None:
+            tx.output.add_guard(ItemSource(source, i), type_is(int))
+        items.append(symbolic)
+    if all(item is None for item in items):
+        return None
+    result: list[VariableTracker] = []
+    for i, (item, known) in enumerate(zip(value, items, strict=True)):
+        if known is None:
+            tx.output.add_guard(ItemSource(source, i), equals(item))
+            known = wrap_constant_result(item) if type(item) is tuple else ConstantVariable(item)
+        result.append(known)
+    return result
 
 
 def wrap_code_constant(value: Any) -> VariableTracker:

@@ -100,7 +100,7 @@ class DynamicPolicy:
         before = self.seen.get(key)
         self.seen[key] = (value,) if before is None or before == (value,) else (None,)
         changed = before is not None and before != (value,)
-        if changed and before != (None,):
+        if before is not None and changed and before != (None,):
             logs.emit("dynamic", f"{where}: int {source.name()} becomes symbolic: value changed "
                       f"{before[0]} -> {value} since the last compilation (automatic dynamic)")
         if changed and value in (0, 1):
