@@ -269,9 +269,11 @@ class ConvertFrame:
         if logs.enabled("recompiles"):
             entries = runtime.cache_entries(code)
             if entries:
-                reason = entries[0].guards.failure_reason(frame)
+                # every entry's first failing guard, most recently used first (a dynamic
+                # entry's says which shape guard the new sizes broke)
+                reasons = [e.guards.failure_reason(frame) or "guards failed" for e in entries]
                 logs.emit("recompiles", f"recompiling {code.co_qualname} ({code.co_filename}:"
-                          f"{code.co_firstlineno}): {reason or 'guards failed'}")
+                          f"{code.co_firstlineno}): {'; '.join(reasons)}")
         result = self.with_shapes(code, lambda policy: translate(
             code, list(frame.localsplus), frame.f_globals, frame.f_builtins, frame.closure, policy))
         if isinstance(result, Broken):
