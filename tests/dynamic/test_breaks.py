@@ -75,3 +75,18 @@ def test_tuple_of_ints_argument_becomes_symbolic():
     x = torch.randn(12)
     assert_same(fn(x, (4, 3)), reshape_to(x, (4, 3)))  # a changed static item: recompiles
     assert len(rec.captures) == 3
+
+
+def view_as(x, shape):
+    return x.view(shape) * 2
+
+
+def test_torch_size_argument_items_become_symbolic():
+    fn, rec = compiled(view_as)
+    for n in (2, 3, 5, 8):
+        x = torch.randn(n * 6)
+        shape = torch.Size([n, 6])
+        assert_same(fn(x, shape), view_as(x, shape))
+    assert len(rec.captures) == 2
+    guards = "\n".join(g.text() for g in rec.captures[1].result.guards)
+    assert "type(shape) is torch.Size" in guards and "shape[1] == 6" in guards, guards

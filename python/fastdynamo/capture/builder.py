@@ -44,6 +44,7 @@ from .variables.environ import wrap_environ
 from .variables.functions import PartialVariable, UserFunctionVariable, UserMethodVariable
 from .variables.misc import ClassVariable, PythonModuleVariable, UserObjectVariable, is_trusted_module
 from .variables.nn_module import NNModuleVariable
+from .variables.symbolic import size_variable
 from .variables.torch_functions import (
     GradModeExitVariable,
     GradModeVariable,
@@ -126,7 +127,7 @@ def wrap_value(tx, value: Any, source: Source | None) -> VariableTracker:
         if source is None:
             raise unsupported("a tensor that the rewritten code cannot load (no source)")
         return tx.output.add_tensor_input(value, source)
-    if type(value) is int and isinstance(source, LocalSource):
+    if type(value) is int and _argument_or_item(source):
         symbolic = tx.output.add_int_input(value, source)
         if symbolic is not None:  # automatic dynamic: a symbol, its type guarded
             guard(type_is(int))
@@ -184,6 +185,10 @@ def wrap_value(tx, value: Any, source: Source | None) -> VariableTracker:
         guard(type_is(type(value)))
         if type(value) is torch.Size:
             guard(len_is(len(value)))
+            if source is not None and _argument_or_item(source):
+                items = _tuple_with_symbolic_ints(tx, tuple(value), source)
+                if items is not None:  # sizes passed to a resume function, now symbolic
+                    return size_variable(items)
         if source is not None:
             for name, field_source, field in _fields(value, source):
                 if not is_plain_constant(field):
@@ -310,6 +315,14 @@ def _fields(value: Any, source: Source):
         return [(f"item {i}", ItemSource(source, i), v) for i, v in enumerate(value)]
     names = ("type", "index") if type(value) is torch.device else ("start", "stop", "step")
     return [(name, AttrSource(source, name), getattr(value, name)) for name in names]
+
+
+def _argument_or_item(source: Source | None) -> bool:
+    """An argument of the frame, or an item of one (``shape[1]`` of a Size or tuple
+    passed to a resume function): where an int may become symbolic."""
+    while isinstance(source, ItemSource):
+        source = source.base
+    return isinstance(source, LocalSource)
 
 
 def _tuple_with_symbolic_ints(tx, value: tuple, source: Source) -> list[VariableTracker] | None:
