@@ -222,8 +222,9 @@ def recursive(x, n, buf):
 
 
 def test_recursive_function_with_break():
-    # the recursive calls are frames of their own, each depth (an int argument) compiled apart
-    assert_matches_eager(recursive, lambda i: call(vec(i), 3 + i, io.StringIO()), graphs=5)
+    # the recursive calls are frames of their own; the depth (an int argument) is guarded
+    # until it changes, then a symbol (automatic dynamic): two entries per code
+    assert_matches_eager(recursive, lambda i: call(vec(i), 3 + i, io.StringIO()), graphs=3)
 
 
 # ---------------------------------------------------------------- mutations of Python objects
@@ -253,11 +254,12 @@ def test_mutations_of_python_objects():
     # The store to obj.n before the break is replayed before it; .item() breaks.
     # obj.n and the list's items are guarded values: every call compiles again (the
     # frame and its resume function; a SimpleNamespace's attribute store breaks too, so
-    # its calls compile three resume functions each)
+    # its calls compile three resume functions each; an int argument of one of them
+    # becomes a symbol once it changed (automatic dynamic): one compilation fewer)
     assert_matches_eager(mutate_object_and_list, lambda i: call(vec(i), counter(i), [float(i)]), calls=4,
                          graphs=8)
     assert_matches_eager(mutate_object_and_list,
-                         lambda i: call(vec(i), types.SimpleNamespace(n=i), [float(i)]), calls=4, graphs=12)
+                         lambda i: call(vec(i), types.SimpleNamespace(n=i), [float(i)]), calls=4, graphs=11)
     assert_matches_eager(mutate_dict, lambda i: call(vec(i), {"calls": i} if i % 2 else {}), calls=4, graphs=5)
     report = explain(mutate_object_and_list, vec(0), counter(0), [])
     brk = report.break_reasons[0]
