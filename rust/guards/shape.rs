@@ -44,7 +44,9 @@ pub struct ShapeGuards {
 
 /// Whether a spec entry's source is the shape pseudo-source.
 pub fn is_shape_source(source: &Bound<'_, PyAny>) -> bool {
-    source.extract::<(String,)>().is_ok_and(|(kind,)| kind == "shape_env")
+    source
+        .extract::<(String,)>()
+        .is_ok_and(|(kind,)| kind == "shape_env")
 }
 
 impl ShapeGuards {
@@ -56,17 +58,33 @@ impl ShapeGuards {
             return Err(bad(check, shape));
         }
         let part = |i: usize| tuple.get_item(i).map_err(|_| bad(check, shape));
-        let loads = part(1)?.try_iter().map_err(|_| bad(check, shape))?
-            .map(|load| load.map_err(|_| bad(check, shape)).and_then(|l| parse_load(&l)))
+        let loads = part(1)?
+            .try_iter()
+            .map_err(|_| bad(check, shape))?
+            .map(|load| {
+                load.map_err(|_| bad(check, shape))
+                    .and_then(|l| parse_load(&l))
+            })
             .collect::<Result<Vec<_>, _>>()?;
-        let exprs = part(2)?.try_iter().map_err(|_| bad(check, shape))?
-            .map(|e| e.map_err(|_| bad(check, shape)).and_then(|e| parse_expr(&e, loads.len())))
+        let exprs = part(2)?
+            .try_iter()
+            .map_err(|_| bad(check, shape))?
+            .map(|e| {
+                e.map_err(|_| bad(check, shape))
+                    .and_then(|e| parse_expr(&e, loads.len()))
+            })
             .collect::<Result<Vec<_>, _>>()?;
-        let texts: Vec<String> = part(3)?.extract().map_err(|_| bad(check, "shape texts must be strings"))?;
+        let texts: Vec<String> = part(3)?
+            .extract()
+            .map_err(|_| bad(check, "shape texts must be strings"))?;
         if texts.len() != exprs.len() {
             return Err(bad(check, "one text per shape expression"));
         }
-        Ok(ShapeGuards { loads, exprs, texts })
+        Ok(ShapeGuards {
+            loads,
+            exprs,
+            texts,
+        })
     }
 
     /// True when every expression holds for the sizes read from `input`.
@@ -81,15 +99,13 @@ impl ShapeGuards {
             &mut heap
         };
         for (slot, load) in values.iter_mut().zip(&self.loads) {
-            match load.read(input) {
-                Some(v) => *slot = v,
-                None => {
-                    if let Some(reason) = reason {
-                        let _ = write!(reason, "{}: size or stride unreadable", load.name);
-                    }
-                    return false;
+            let Some(v) = load.read(input) else {
+                if let Some(reason) = reason {
+                    let _ = write!(reason, "{}: size or stride unreadable", load.name);
                 }
-            }
+                return false;
+            };
+            *slot = v;
         }
         match self.exprs.iter().position(|e| !e.holds(values)) {
             None => true,
@@ -104,8 +120,18 @@ impl ShapeGuards {
 
     #[cold]
     fn describe(&self, failed: usize, values: &[i64], out: &mut String) {
-        let seen: Vec<String> = self.loads.iter().zip(values).map(|(l, v)| format!("{} = {v}", l.text())).collect();
-        let _ = write!(out, "shape guard {} failed ({})", self.texts[failed], seen.join(", "));
+        let seen: Vec<String> = self
+            .loads
+            .iter()
+            .zip(values)
+            .map(|(l, v)| format!("{} = {v}", l.text()))
+            .collect();
+        let _ = write!(
+            out,
+            "shape guard {} failed ({})",
+            self.texts[failed],
+            seen.join(", ")
+        );
     }
 }
 
@@ -125,7 +151,11 @@ impl Load {
             value = step.read_child(&value)?;
         }
         if self.kind == LoadKind::Value {
-            return value.cast_exact::<pyo3::types::PyInt>().ok()?.extract().ok();
+            return value
+                .cast_exact::<pyo3::types::PyInt>()
+                .ok()?
+                .extract()
+                .ok();
         }
         self.fast_read(&value).or_else(|| self.slow_read(&value))
     }
@@ -143,7 +173,11 @@ impl Load {
         if self.dim >= ndim || ndim > layout.inline_dims() {
             return None;
         }
-        let base = if self.kind == LoadKind::Size { layout.sizes_offset() } else { layout.strides_offset() };
+        let base = if self.kind == LoadKind::Size {
+            layout.sizes_offset()
+        } else {
+            layout.strides_offset()
+        };
         imp.i64_at(base + 8 * self.dim)
     }
 
@@ -160,38 +194,81 @@ impl Load {
 
 fn parse_load(load: &Bound<'_, PyAny>) -> Result<Load, Error> {
     let why = "a shape load is (source, \"size\"|\"stride\"|\"value\", dim, type)";
-    let tuple = load.cast::<PyTuple>().ok().filter(|t| t.len() == 4).ok_or_else(|| bad(load, why))?;
+    let tuple = load
+        .cast::<PyTuple>()
+        .ok()
+        .filter(|t| t.len() == 4)
+        .ok_or_else(|| bad(load, why))?;
     let get = |i: usize| tuple.get_item(i).map_err(|_| bad(load, why));
     let path = parse_source(&get(0)?)?;
     let name = path.name().to_owned();
     if !path.steps.first().is_some_and(|(a, _)| a.is_root()) {
         return Err(bad(load, "a shape load's source must start at the frame"));
     }
-    let kind = match get(1)?.extract::<String>().map_err(|_| bad(load, why))?.as_str() {
+    let kind = match get(1)?
+        .extract::<String>()
+        .map_err(|_| bad(load, why))?
+        .as_str()
+    {
         "size" => LoadKind::Size,
         "stride" => LoadKind::Stride,
         "value" => LoadKind::Value,
         _ => return Err(bad(load, why)),
     };
     let dim: usize = get(2)?.extract().map_err(|_| bad(load, why))?;
-    let tensor_type = get(3)?.cast_into::<PyType>().map_err(|_| bad(load, why))?.unbind();
-    Ok(Load { steps: path.steps.into_iter().map(|(a, _)| a).collect(), name, kind, dim, tensor_type })
+    let tensor_type = get(3)?
+        .cast_into::<PyType>()
+        .map_err(|_| bad(load, why))?
+        .unbind();
+    Ok(Load {
+        steps: path.steps.into_iter().map(|(a, _)| a).collect(),
+        name,
+        kind,
+        dim,
+        tensor_type,
+    })
 }
 
 fn parse_expr(spec: &Bound<'_, PyAny>, n_vars: usize) -> Result<Expr, Error> {
-    let tuple = spec.cast::<PyTuple>().map_err(|_| bad(spec, "a shape expression is a tuple"))?;
-    let op: String = tuple.get_item(0).ok().and_then(|o| o.extract().ok())
+    let tuple = spec
+        .cast::<PyTuple>()
+        .map_err(|_| bad(spec, "a shape expression is a tuple"))?;
+    let op: String = tuple
+        .get_item(0)
+        .ok()
+        .and_then(|o| o.extract().ok())
         .ok_or_else(|| bad(spec, "a shape expression starts with its operator name"))?;
     let args: Vec<Bound<'_, PyAny>> = tuple.iter().skip(1).collect();
     let sub = |i: usize| -> Result<Box<Expr>, Error> {
-        Ok(Box::new(parse_expr(args.get(i).ok_or_else(|| bad(spec, "missing operand"))?, n_vars)?))
+        Ok(Box::new(parse_expr(
+            args.get(i).ok_or_else(|| bad(spec, "missing operand"))?,
+            n_vars,
+        )?))
     };
-    let all = || args.iter().map(|a| parse_expr(a, n_vars)).collect::<Result<Vec<_>, _>>();
+    let all = || {
+        args.iter()
+            .map(|a| parse_expr(a, n_vars))
+            .collect::<Result<Vec<_>, _>>()
+    };
     let int = |i: usize| -> Result<i64, Error> {
-        args.get(i).and_then(|a| a.extract().ok()).ok_or_else(|| bad(spec, "expected a 64-bit int"))
+        args.get(i)
+            .and_then(|a| a.extract().ok())
+            .ok_or_else(|| bad(spec, "expected a 64-bit int"))
     };
-    let arity = |n: usize| if args.len() == n { Ok(()) } else { Err(bad(spec, "wrong number of operands")) };
-    let some = || if args.is_empty() { Err(bad(spec, "needs operands")) } else { Ok(()) };
+    let arity = |n: usize| {
+        if args.len() == n {
+            Ok(())
+        } else {
+            Err(bad(spec, "wrong number of operands"))
+        }
+    };
+    let some = || {
+        if args.is_empty() {
+            Err(bad(spec, "needs operands"))
+        } else {
+            Ok(())
+        }
+    };
     Ok(match op.as_str() {
         "const" => {
             arity(1)?;
@@ -199,21 +276,52 @@ fn parse_expr(spec: &Bound<'_, PyAny>, n_vars: usize) -> Result<Expr, Error> {
         }
         "var" => {
             arity(1)?;
-            let i = usize::try_from(int(0)?).ok().filter(|i| *i < n_vars).ok_or_else(|| bad(spec, "no such load"))?;
+            let i = usize::try_from(int(0)?)
+                .ok()
+                .filter(|i| *i < n_vars)
+                .ok_or_else(|| bad(spec, "no such load"))?;
             Expr::Var(i)
         }
-        "add" => { some()?; Expr::Add(all()?) }
-        "mul" => { some()?; Expr::Mul(all()?) }
-        "max" => { some()?; Expr::Max(all()?) }
-        "min" => { some()?; Expr::Min(all()?) }
-        "and" => { some()?; Expr::And(all()?) }
-        "or" => { some()?; Expr::Or(all()?) }
-        "not" => { arity(1)?; Expr::Not(sub(0)?) }
-        "floordiv" => { arity(2)?; Expr::FloorDiv(sub(0)?, sub(1)?) }
-        "mod" => { arity(2)?; Expr::Mod(sub(0)?, sub(1)?) }
+        "add" => {
+            some()?;
+            Expr::Add(all()?)
+        }
+        "mul" => {
+            some()?;
+            Expr::Mul(all()?)
+        }
+        "max" => {
+            some()?;
+            Expr::Max(all()?)
+        }
+        "min" => {
+            some()?;
+            Expr::Min(all()?)
+        }
+        "and" => {
+            some()?;
+            Expr::And(all()?)
+        }
+        "or" => {
+            some()?;
+            Expr::Or(all()?)
+        }
+        "not" => {
+            arity(1)?;
+            Expr::Not(sub(0)?)
+        }
+        "floordiv" => {
+            arity(2)?;
+            Expr::FloorDiv(sub(0)?, sub(1)?)
+        }
+        "mod" => {
+            arity(2)?;
+            Expr::Mod(sub(0)?, sub(1)?)
+        }
         "pow" => {
             arity(2)?;
-            let exp = u32::try_from(int(1)?).map_err(|_| bad(spec, "exponent must be a small non-negative int"))?;
+            let exp = u32::try_from(int(1)?)
+                .map_err(|_| bad(spec, "exponent must be a small non-negative int"))?;
             Expr::Pow(sub(0)?, exp)
         }
         name => match CmpOp::from_name(name) {
@@ -221,7 +329,15 @@ fn parse_expr(spec: &Bound<'_, PyAny>, n_vars: usize) -> Result<Expr, Error> {
                 arity(2)?;
                 Expr::Cmp(cmp, sub(0)?, sub(1)?)
             }
-            None => return Err(bad(spec, &format!("unknown shape operator {}", short_repr(&tuple.get_item(0).map_err(|_| bad(spec, "?"))?)))),
+            None => {
+                return Err(bad(
+                    spec,
+                    &format!(
+                        "unknown shape operator {}",
+                        short_repr(&tuple.get_item(0).map_err(|_| bad(spec, "?"))?)
+                    ),
+                ))
+            }
         },
     })
 }

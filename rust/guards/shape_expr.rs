@@ -67,8 +67,12 @@ impl Expr {
         match self {
             Expr::Const(c) => Some(*c),
             Expr::Var(i) => vars.get(*i).copied(),
-            Expr::Add(terms) => terms.iter().try_fold(0i64, |acc, t| acc.checked_add(t.eval(vars)?)),
-            Expr::Mul(terms) => terms.iter().try_fold(1i64, |acc, t| acc.checked_mul(t.eval(vars)?)),
+            Expr::Add(terms) => terms
+                .iter()
+                .try_fold(0i64, |acc, t| acc.checked_add(t.eval(vars)?)),
+            Expr::Mul(terms) => terms
+                .iter()
+                .try_fold(1i64, |acc, t| acc.checked_mul(t.eval(vars)?)),
             Expr::FloorDiv(a, b) => floor_div(a.eval(vars)?, b.eval(vars)?),
             Expr::Mod(a, b) => python_mod(a.eval(vars)?, b.eval(vars)?),
             Expr::Pow(base, exp) => base.eval(vars)?.checked_pow(*exp),
@@ -103,7 +107,9 @@ impl Expr {
 
 fn fold_all(items: &[Expr], vars: &[i64], pick: fn(i64, i64) -> i64) -> Option<i64> {
     let (first, rest) = items.split_first()?;
-    rest.iter().try_fold(first.eval(vars)?, |acc, item| Some(pick(acc, item.eval(vars)?)))
+    rest.iter().try_fold(first.eval(vars)?, |acc, item| {
+        Some(pick(acc, item.eval(vars)?))
+    })
 }
 
 fn floor_div(a: i64, b: i64) -> Option<i64> {
@@ -129,32 +135,52 @@ fn python_mod(a: i64, b: i64) -> Option<i64> {
 mod tests {
     use super::*;
 
+    #[allow(clippy::unnecessary_box_returns)] // operands of Expr are boxed
     fn var(i: usize) -> Box<Expr> {
         Box::new(Expr::Var(i))
     }
 
+    #[allow(clippy::unnecessary_box_returns)]
     fn c(v: i64) -> Box<Expr> {
         Box::new(Expr::Const(v))
     }
 
     #[test]
     fn arithmetic_follows_python() {
-        for (a, b) in [(7, 2), (-7, 2), (7, -2), (-7, -2), (6, 3), (0, 5)] {
+        // (a, b, a // b) as Python computes them
+        for (a, b, floor) in [
+            (7, 2, 3),
+            (-7, 2, -4),
+            (7, -2, -4),
+            (-7, -2, 3),
+            (6, 3, 2),
+            (0, 5, 0),
+        ] {
             let div = Expr::FloorDiv(c(a), c(b)).eval(&[]).unwrap();
             let rem = Expr::Mod(c(a), c(b)).eval(&[]).unwrap();
-            assert_eq!(div, (a as f64 / b as f64).floor() as i64, "{a} // {b}");
+            assert_eq!(div, floor, "{a} // {b}");
             assert_eq!(div * b + rem, a, "{a} % {b}");
             assert!(rem == 0 || (rem < 0) == (b < 0));
         }
         assert_eq!(Expr::Pow(c(3), 4).eval(&[]), Some(81));
-        assert_eq!(Expr::Max(vec![Expr::Var(0), Expr::Const(4)]).eval(&[9]), Some(9));
-        assert_eq!(Expr::Min(vec![Expr::Var(0), Expr::Const(4)]).eval(&[9]), Some(4));
+        assert_eq!(
+            Expr::Max(vec![Expr::Var(0), Expr::Const(4)]).eval(&[9]),
+            Some(9)
+        );
+        assert_eq!(
+            Expr::Min(vec![Expr::Var(0), Expr::Const(4)]).eval(&[9]),
+            Some(4)
+        );
     }
 
     #[test]
     fn relation_between_sizes() {
         // s0 * s1 == s2
-        let guard = Expr::Cmp(CmpOp::Eq, Box::new(Expr::Mul(vec![Expr::Var(0), Expr::Var(1)])), var(2));
+        let guard = Expr::Cmp(
+            CmpOp::Eq,
+            Box::new(Expr::Mul(vec![Expr::Var(0), Expr::Var(1)])),
+            var(2),
+        );
         assert!(guard.holds(&[3, 4, 12]));
         assert!(!guard.holds(&[3, 4, 13]));
     }
@@ -170,7 +196,10 @@ mod tests {
         assert!(!bounds.holds(&[1]));
         assert!(!bounds.holds(&[12]));
         assert!(!bounds.holds(&[72]));
-        let either = Expr::Or(vec![Expr::Cmp(CmpOp::Lt, var(0), c(2)), Expr::Not(Box::new(Expr::Const(0)))]);
+        let either = Expr::Or(vec![
+            Expr::Cmp(CmpOp::Lt, var(0), c(2)),
+            Expr::Not(Box::new(Expr::Const(0))),
+        ]);
         assert!(either.holds(&[5]));
         assert!(Expr::Cmp(CmpOp::Ne, var(0), c(3)).holds(&[4]));
         assert!(Expr::Cmp(CmpOp::Gt, var(0), var(1)).holds(&[4, 3]));
@@ -181,7 +210,10 @@ mod tests {
     fn failures_have_no_value() {
         assert_eq!(Expr::FloorDiv(c(1), c(0)).eval(&[]), None);
         assert_eq!(Expr::Mod(c(1), c(0)).eval(&[]), None);
-        assert_eq!(Expr::Mul(vec![Expr::Const(i64::MAX), Expr::Const(2)]).eval(&[]), None);
+        assert_eq!(
+            Expr::Mul(vec![Expr::Const(i64::MAX), Expr::Const(2)]).eval(&[]),
+            None
+        );
         assert_eq!(Expr::FloorDiv(c(i64::MIN), c(-1)).eval(&[]), None);
         assert_eq!(Expr::Var(3).eval(&[1]), None);
         assert!(!Expr::Cmp(CmpOp::Eq, Box::new(Expr::FloorDiv(c(1), c(0))), c(0)).holds(&[]));
