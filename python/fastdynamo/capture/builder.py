@@ -127,7 +127,7 @@ def wrap_value(tx, value: Any, source: Source | None) -> VariableTracker:
         if source is None:
             raise unsupported("a tensor that the rewritten code cannot load (no source)")
         return tx.output.add_tensor_input(value, source)
-    if type(value) is int and _argument_or_item(source):
+    if type(value) is int and isinstance(source, LocalSource):
         symbolic = tx.output.add_int_input(value, source)
         if symbolic is not None:  # automatic dynamic: a symbol, its type guarded
             guard(type_is(int))
