@@ -13,8 +13,9 @@ Sections:
             against calling the transformed function directly.
   guards    guard evaluation per tensor, timed inside Rust.
   dispatcher  cache hits through what fastdynamo.compile returns (the native dispatcher,
-            graph called directly): relu(x + y), 1, 8 and 64 tensor arguments and a
-            module, against eager and torch.compile(backend="eager").
+            graph called directly): relu(x + y) (static, and dynamic=True: a symbolic
+            entry whose shape guards run natively), 1, 8 and 64 tensor arguments and a
+            module, against eager and torch.compile(backend="eager") (same dynamic=).
 """
 from __future__ import annotations
 
@@ -267,7 +268,8 @@ def bench_dispatcher(n, repeats):
     interleaved, best of `repeats`; no grad (the module's parameters need none)."""
     print("\n## Cache hit through the dispatcher, ns per call (no grad)")
     print(f"{'case':<22}{'eager':>9}{'fastdynamo':>12}{'torch.compile':>15}{'fd over':>9}{'tc over':>9}{'direct':>8}")
-    cases = [("relu(x + y)", relu_add, [torch.randn(8), torch.randn(8)])]
+    cases = [("relu(x + y)", relu_add, [torch.randn(8), torch.randn(8)]),
+             ("relu(x + y) dynamic", relu_add, [torch.randn(8), torch.randn(8)])]
     for count in (1, 8, 64):
         cases.append((f"{count} tensor argument{'s' if count > 1 else ''}", make_sum(count),
                       [torch.randn(8) for _ in range(count)]))
@@ -277,8 +279,10 @@ def bench_dispatcher(n, repeats):
     with torch.no_grad():
         for name, fn, args in cases:
             fastdynamo.reset()
-            ours = fastdynamo.compile(fn, backend="eager")
-            theirs = torch.compile(fn, backend="eager")
+            torch._dynamo.reset()
+            dynamic = True if name.endswith("dynamic") else None
+            ours = fastdynamo.compile(fn, backend="eager", dynamic=dynamic)
+            theirs = torch.compile(fn, backend="eager", dynamic=dynamic)
             for compiled in (ours, theirs):
                 torch.testing.assert_close(compiled(*args), fn(*args))
                 compiled(*args)

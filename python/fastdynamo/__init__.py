@@ -38,6 +38,7 @@ from .api import OptimizedModule, compile, disable, reset  # noqa: E402
 from .compiling import is_compiling  # noqa: E402
 from .exc import FullGraphError  # noqa: E402
 from .explain import ExplainOutput, explain  # noqa: E402
+from .marks import mark_dynamic, mark_static  # noqa: E402
 
 __all__ = [
     "ExplainOutput",
@@ -49,5 +50,7 @@ __all__ = [
     "disable",
     "explain",
     "is_compiling",
+    "mark_dynamic",
+    "mark_static",
     "reset",
 ]

@@ -77,7 +77,13 @@ class _CompiledRegion:
         return self.run(fn, args, kwargs)
 
 
-def _make_callback(backend: str | Backend, fullgraph: bool, entry_codes: set, recorder=None):
+def _check_dynamic(dynamic: Any) -> None:
+    if dynamic not in (None, True, False) or not isinstance(dynamic, (bool, type(None))):
+        raise TypeError(f"dynamic must be None, True or False, got {dynamic!r}")
+
+
+def _make_callback(backend: str | Backend, fullgraph: bool, entry_codes: set, recorder=None,
+                   dynamic: bool | None = None):
     from . import config
     from .convert_frame import ConvertFrame
 
@@ -86,7 +92,7 @@ def _make_callback(backend: str | Backend, fullgraph: bool, entry_codes: set, re
     except ImportError:
         pass  # calling the compiled function reports the missing runtime
     return ConvertFrame(lookup_backend(backend), fullgraph=fullgraph, entry_codes=entry_codes,
-                        recorder=recorder)
+                        recorder=recorder, dynamic=dynamic)
 
 
 def _dispatcher(target: Any, callback: Any, module: bool) -> Any:
@@ -103,7 +109,7 @@ def _dispatcher(target: Any, callback: Any, module: bool) -> Any:
 
 
 def compile(fn_or_module: Any = None, *, backend: str | Backend = DEFAULT_BACKEND, fullgraph: bool = False,
-            _recorder: Any = None) -> Any:
+            dynamic: bool | None = None, _recorder: Any = None) -> Any:
     """Compile a function or an ``nn.Module``; usable as a decorator with or without
     arguments.
 
@@ -115,6 +121,12 @@ def compile(fn_or_module: Any = None, *, backend: str | Backend = DEFAULT_BACKEN
     graph as ATen ops. With ``fullgraph=True`` a frame that cannot be captured whole
     raises :class:`fastdynamo.FullGraphError` naming the construct and its ``file:line``.
 
+    ``dynamic`` is torch.compile's: ``None`` (automatic: a frame compiled again because a
+    tensor size changed gets that dimension symbolic, and other sizes reuse the entry),
+    ``True`` (every dimension of the inputs symbolic from the first call, parameters
+    aside), ``False`` (every size static, except dims given to
+    :func:`fastdynamo.mark_dynamic`). Sizes 0 and 1 are always specialised.
+
     >>> import torch, fastdynamo
     >>> @fastdynamo.compile(backend="eager")
     ... def g(x, y):
@@ -122,16 +134,19 @@ def compile(fn_or_module: Any = None, *, backend: str | Backend = DEFAULT_BACKEN
     >>> g(torch.eye(2), torch.ones(2, 2)).shape
     torch.Size([2, 2])
     """
+    _check_dynamic(dynamic)
     if fn_or_module is None:
-        return functools.partial(compile, backend=backend, fullgraph=fullgraph, _recorder=_recorder)
+        return functools.partial(compile, backend=backend, fullgraph=fullgraph, dynamic=dynamic,
+                                 _recorder=_recorder)
     lookup_backend(backend)  # fail early on an unknown name
     if isinstance(fn_or_module, torch.nn.Module):
-        return OptimizedModule(fn_or_module, backend=backend, fullgraph=fullgraph, recorder=_recorder)
+        return OptimizedModule(fn_or_module, backend=backend, fullgraph=fullgraph, dynamic=dynamic,
+                               recorder=_recorder)
     if not callable(fn_or_module):
         raise TypeError(f"fastdynamo.compile expects a function or an nn.Module, got "
                         f"{type(fn_or_module).__name__}")
     entry = _entry_code(fn_or_module)
-    callback = _make_callback(backend, fullgraph, {entry} if entry else set(), _recorder)
+    callback = _make_callback(backend, fullgraph, {entry} if entry else set(), _recorder, dynamic)
     fn = fn_or_module
     if isinstance(fn, types.FunctionType):
         dispatcher = _dispatcher(fn, callback, module=False)
@@ -180,12 +195,13 @@ class OptimizedModule(torch.nn.Module):
     (``state_dict`` keys, parameters, ``train()``/``eval()``, attributes)."""
 
     def __init__(self, module: torch.nn.Module, *, backend: str | Backend = DEFAULT_BACKEND,
-                 fullgraph: bool = False, recorder: Any = None):
+                 fullgraph: bool = False, dynamic: bool | None = None, recorder: Any = None):
+        _check_dynamic(dynamic)
         super().__init__()
         # Not registered as a submodule: state_dict keys must not gain a prefix.
         object.__setattr__(self, "_orig_mod", module)
         forward = type(module).forward
-        callback = _make_callback(backend, fullgraph, {forward.__code__}, recorder)
+        callback = _make_callback(backend, fullgraph, {forward.__code__}, recorder, dynamic)
         region = _CompiledRegion(callback)
         # Calls go through the native dispatcher (its class's forward called directly when
         # the module has no hooks); without the native runtime, through the region.
@@ -264,9 +280,10 @@ def disable(fn: Callable) -> Callable:
 def reset() -> None:
     """Drop every compiled entry and skip mark, and the compiled graphs stored in user
     globals; the next calls compile afresh."""
-    from .convert_frame import forget_compiled_fns
+    from .convert_frame import forget_compiled_fns, forget_frame_sizes
 
     forget_compiled_fns()
+    forget_frame_sizes()
     try:
         runtime = native()
     except ImportError:

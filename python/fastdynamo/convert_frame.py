@@ -18,6 +18,7 @@ import os
 import sysconfig
 import threading
 import warnings
+import weakref
 from dataclasses import dataclass, field
 from types import CodeType
 from typing import Any, Callable
@@ -28,10 +29,11 @@ from . import config, logs
 from ._runtime import native
 from .backends.eager import GENERATED_FILENAME_PREFIX
 from .bytecode import format_side_by_side, version
-from .capture import Broken, Captured, translate, translate_to_break
+from .capture import Broken, Captured, DynamicPolicy, translate, translate_to_break
 from .dispatch import direct_call_for
 from .exc import FullGraphError, Unsupported
 from .guards import compile_guards
+from .guards.shape_guards import ShapeLoweringError
 from .transform.codegen import transformed_code
 from .transform.fallback import fallback_for
 from .transform.graph_break import GraphCall, choose_region, split_frame
@@ -43,6 +45,15 @@ _compile_lock = threading.RLock()
 # iterator the translator cannot read; traced frames inline them instead).
 _NOT_COMPILED_NAMES = frozenset({"<module>", "<listcomp>", "<dictcomp>", "<setcomp>"})
 _NOT_COMPILED_FLAGS = version.GENERATOR_FLAGS
+
+
+# Automatic dynamic shapes: per code object, the sizes each tensor source had in its
+# traces (None for a dim that changed); ``reset`` forgets them.
+_frame_sizes: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def forget_frame_sizes() -> None:
+    _frame_sizes.clear()
 
 
 # (globals dict, name) of every compiled graph stored for transformed code to load.
@@ -203,8 +214,9 @@ class ConvertFrame:
     """The compile callback for one ``fastdynamo.compile`` configuration."""
 
     def __init__(self, backend: Callable, fullgraph: bool = False, entry_codes: set | None = None,
-                 recorder: Recorder | None = None):
+                 recorder: Recorder | None = None, dynamic: bool | None = None):
         self.backend = backend
+        self.dynamic = dynamic
         self.fullgraph = fullgraph
         self.entry_codes = entry_codes if entry_codes is not None else set()
         self.recorder = recorder
@@ -281,11 +293,13 @@ class ConvertFrame:
         if logs.enabled("recompiles"):
             entries = runtime.cache_entries(code)
             if entries:
-                reason = entries[0].guards.failure_reason(frame)
+                # every entry's first failing guard, most recently used first (a dynamic
+                # entry's says which shape guard the new sizes broke)
+                reasons = [e.guards.failure_reason(frame) or "guards failed" for e in entries]
                 logs.emit("recompiles", f"recompiling {code.co_qualname} ({code.co_filename}:"
-                          f"{code.co_firstlineno}): {reason or 'guards failed'}")
-        result = translate(code, list(frame.localsplus), frame.f_globals, frame.f_builtins,
-                           frame.closure)
+                          f"{code.co_firstlineno}): {'; '.join(reasons)}")
+        result = self.with_shapes(code, lambda policy: translate(
+            code, list(frame.localsplus), frame.f_globals, frame.f_builtins, frame.closure, policy))
         if isinstance(result, Broken):
             return self.compile_partial(runtime, frame, result.reason)
         if result.op_count == 0 and not self.fullgraph:
@@ -304,6 +318,20 @@ class ConvertFrame:
         direct = direct_call_for(runtime, result, compiled_fn, fallback is not None,
                                  torch.is_grad_enabled())
         return runtime.CacheEntry(compile_guards(result.guards), new_code, direct)
+
+    def with_shapes(self, code: CodeType, trace: Callable[[DynamicPolicy], Any]) -> Any:
+        """``trace(policy)`` with this configuration's dynamic policy; again with static
+        shapes if the symbolic trace assumed a shape condition the native guards cannot
+        express."""
+        try:
+            return trace(self.policy(code))
+        except ShapeLoweringError as why:
+            logs.emit("dynamic", f"{code.co_qualname}: static shapes: {why}")
+            return trace(DynamicPolicy(self.dynamic, None, static_only=True))
+
+    def policy(self, code: CodeType) -> DynamicPolicy:
+        seen = _frame_sizes.setdefault(code, {}) if self.dynamic is None else None
+        return DynamicPolicy(self.dynamic, seen)
 
     def install_capture(self, runtime: Any, frame: Any, name: str, capture: Captured,
                         compiled_fn: Any, new_code: CodeType) -> None:
@@ -327,7 +355,7 @@ class ConvertFrame:
             self.recorder.breaks.append(brk)
         name = _compiled_fn_name()
         try:
-            capture, transformed = _split(runtime, frame, err, name)
+            capture, transformed = self.with_shapes(code, lambda policy: _split(runtime, frame, err, name, policy))
         except Unsupported as why:
             logs.emit("breaks", f"{code.co_qualname} runs as Python: {brk} (no resume: {why.reason})")
             return runtime.SKIP
@@ -350,13 +378,14 @@ class ConvertFrame:
             logs.emit("bytecode", f"bytecode for {where}", format_side_by_side(code, new_code))
 
 
-def _split(runtime: Any, frame: Any, err: Unsupported, name: str) -> tuple[Captured, CodeType]:
+def _split(runtime: Any, frame: Any, err: Unsupported, name: str,
+           policy: DynamicPolicy) -> tuple[Captured, CodeType]:
     """Where to split (transform), the graph and the state there (capture), the split
     code (transform); raises ``Unsupported`` when the frame cannot be split."""
     code = frame.f_code
     region = choose_region(code, err)
     broken = translate_to_break(code, list(frame.localsplus), frame.f_globals, frame.f_builtins,
-                                frame.closure, err, region.stop_step)
+                                frame.closure, err, region.stop_step, policy)
     if broken.state is None or broken.graph is None:
         raise broken.reason
     capture = broken.graph

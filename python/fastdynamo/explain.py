@@ -35,6 +35,8 @@ class ExplainOutput:
     # frames that ran as Python because the compiler failed on them (only with
     # ``config.fallback_on_internal_error`` on: off, the error is raised)
     internal_errors: list[InternalError] = field(default_factory=list)
+    # Per graph, each input with symbolic sizes: "x: (s12, 3)" (dynamic shapes).
+    symbolic_sizes: list[list[str]] = field(default_factory=list)
 
     @property
     def graph_count(self) -> int:
@@ -63,20 +65,26 @@ class ExplainOutput:
                 zip(self.compiled_frames, self.graphs, self.guards, self.ops_per_graph, strict=True), 1):
             lines.append(f"Graph {i} ({frame}, {ops} ops):")
             lines.extend("    " + line for line in gm.code.strip().splitlines())
+            sizes = self.symbolic_sizes[i - 1] if i <= len(self.symbolic_sizes) else []
+            if sizes:
+                lines.append("  Symbolic sizes:")
+                lines.extend(f"    {s}" for s in sizes)
             lines.append(f"  Guards ({len(guards)}):")
             lines.extend(f"    {g}" for g in guards)
         return "\n".join(lines)
 
 
-def explain(fn: Callable, backend: str | Callable = DEFAULT_BACKEND) -> Callable[..., ExplainOutput]:
-    """Return a function that runs ``fn`` compiled with ``backend`` (from an empty cache)
-    and reports what was captured instead of ``fn``'s result. See the module docstring."""
+def explain(fn: Callable, backend: str | Callable = DEFAULT_BACKEND,
+            dynamic: bool | None = None) -> Callable[..., ExplainOutput]:
+    """Return a function that runs ``fn`` compiled with ``backend`` and ``dynamic`` (from
+    an empty cache) and reports what was captured instead of ``fn``'s result. See the
+    module docstring."""
     from .api import compile, reset
 
     def run(*args: Any, **kwargs: Any) -> ExplainOutput:
         reset()
         recorder = Recorder()
-        compiled = compile(fn, backend=backend, _recorder=recorder)
+        compiled = compile(fn, backend=backend, dynamic=dynamic, _recorder=recorder)
         with graph_errors_reported_to(lambda code, error: recorder.record_internal_error(
                 code, error, "running its graph")):
             compiled(*args, **kwargs)
@@ -87,9 +95,20 @@ def explain(fn: Callable, backend: str | Callable = DEFAULT_BACKEND) -> Callable
             report.graphs.append(capture.result.graph_module)
             report.guards.append([g.text() for g in capture.result.guards])
             report.ops_per_graph.append(capture.result.op_count)
+            report.symbolic_sizes.append(_symbolic_sizes(capture.result.graph_module))
             report.compiled_frames.append(
                 f"{capture.code.co_qualname} at {capture.code.co_filename}:{capture.code.co_firstlineno}")
         reset()
         return report
 
     return run
+
+
+def _symbolic_sizes(gm: torch.fx.GraphModule) -> list[str]:
+    """``name: (s12, 3)`` for each placeholder whose FakeTensor has a symbolic size."""
+    lines = []
+    for node in gm.graph.nodes:
+        val = node.meta.get("val") if node.op == "placeholder" else None
+        if isinstance(val, torch.Tensor) and any(isinstance(d, torch.SymInt) for d in val.shape):
+            lines.append(f"{node.name}: ({', '.join(str(d) for d in val.shape)})")
+    return lines

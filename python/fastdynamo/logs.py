@@ -1,4 +1,8 @@
-"""Opt-in logs: ``FASTDYNAMO_LOGS=graph,guards,bytecode,recompiles,breaks``.
+"""Opt-in logs: ``FASTDYNAMO_LOGS=graph,guards,bytecode,recompiles,breaks,dynamic``.
+
+``dynamic`` says which dimension became symbolic and why (automatic dynamic, a mark,
+``dynamic=True``), which sizes were specialised, and when a frame fell back to static
+shapes.
 
 Each enabled kind prints to stderr with a ``[fastdynamo:<kind>]`` header. Change the
 set at runtime with :func:`set_logs`.
@@ -13,7 +17,7 @@ from __future__ import annotations
 import os
 import sys
 
-KINDS = ("graph", "guards", "bytecode", "recompiles", "breaks")
+KINDS = ("graph", "guards", "bytecode", "recompiles", "breaks", "dynamic")
 _enabled: set[str] = set()
 
 

@@ -9,6 +9,8 @@
 
 mod check;
 mod relation;
+mod shape;
+mod shape_expr;
 pub(crate) mod source;
 mod tensor;
 mod tensor_layout;
@@ -69,6 +71,8 @@ pub struct GuardSet {
     state_checks: Vec<StateCheck>,
     relations: Vec<Relation>,
     torch: Option<TorchState>,
+    /// Relations between symbolic sizes (dynamic entries), checked after the tree.
+    shapes: Option<shape::ShapeGuards>,
     count: usize,
 }
 
@@ -77,6 +81,7 @@ impl GuardSet {
         let mut roots: Vec<Node> = Vec::new();
         let mut state_checks = Vec::new();
         let mut relations = Vec::new();
+        let mut shapes = None;
         let mut count = 0;
         for spec in specs.try_iter()? {
             let spec = spec?;
@@ -96,6 +101,13 @@ impl GuardSet {
                 }
                 _ => {}
             }
+            if shape::is_shape_source(&source) {
+                if shapes.is_some() {
+                    return Err(Error::BadGuardSpec("more than one shape_env guard".into()).into());
+                }
+                shapes = Some(shape::ShapeGuards::parse(&check)?);
+                continue;
+            }
             let check = Check::parse(&check)?;
             let path = parse_source(&source)?;
             let mut steps = path.steps.into_iter();
@@ -110,7 +122,7 @@ impl GuardSet {
             node.checks.push(check);
         }
         let torch = if state_checks.is_empty() { None } else { Some(TorchState::load(py)?) };
-        Ok(GuardSet { roots, state_checks, relations, torch, count })
+        Ok(GuardSet { roots, state_checks, relations, torch, shapes, count })
     }
 
     /// Fast path: true when every guard passes. Stops at the first failure.
@@ -141,6 +153,7 @@ impl GuardSet {
             None => unreadable(&root.name, &mut reason),
         });
         tree && self.relations.iter().all(|relation| relation.run(input, reason.as_deref_mut()))
+            && self.shapes.as_ref().is_none_or(|shapes| shapes.run(input, reason))
     }
 }
 

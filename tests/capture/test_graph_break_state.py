@@ -222,8 +222,9 @@ def recursive(x, n, buf):
 
 
 def test_recursive_function_with_break():
-    # the recursive calls are frames of their own, each depth (an int argument) compiled apart
-    assert_matches_eager(recursive, lambda i: call(vec(i), 3 + i, io.StringIO()), graphs=5)
+    # the recursive calls are frames of their own; the depth (an int argument) is guarded
+    # until it changes, then a symbol (automatic dynamic): two entries per code
+    assert_matches_eager(recursive, lambda i: call(vec(i), 3 + i, io.StringIO()), graphs=3)
 
 
 # ---------------------------------------------------------------- mutations of Python objects
@@ -253,11 +254,12 @@ def test_mutations_of_python_objects():
     # The store to obj.n before the break is replayed before it; .item() breaks.
     # obj.n and the list's items are guarded values: every call compiles again (the
     # frame and its resume function; a SimpleNamespace's attribute store breaks too, so
-    # its calls compile three resume functions each; from 3.13 SimpleNamespace inherits
-    # object's __getattribute__ and __setattr__, so it is an ordinary object there)
+    # its calls compile three resume functions each, an int argument of one of them
+    # becoming a symbol once it changed (automatic dynamic); from 3.13 SimpleNamespace
+    # inherits object's __getattribute__ and __setattr__, so it is an ordinary object there)
     assert_matches_eager(mutate_object_and_list, lambda i: call(vec(i), counter(i), [float(i)]), calls=4,
                          graphs=8)
-    namespace_graphs = 8 if types.SimpleNamespace.__setattr__ is object.__setattr__ else 12
+    namespace_graphs = 8 if types.SimpleNamespace.__setattr__ is object.__setattr__ else 11
     assert_matches_eager(mutate_object_and_list,
                          lambda i: call(vec(i), types.SimpleNamespace(n=i), [float(i)]), calls=4,
                          graphs=namespace_graphs)

@@ -30,6 +30,7 @@ from ..guards.sources import ClosureSource, LocalSource, Source
 from ..plans import BreakState, Effect, OutputPlan
 from .break_state import break_state, frame_cells
 from .builder import ROOT_GLOBALS
+from .dynamic import DynamicPolicy
 from .output import OutputPlanBuilder
 from .output_graph import OutputGraph
 from .translator import (
@@ -76,15 +77,17 @@ class Broken:
 
 
 def translate(code: CodeType, localsplus: list, f_globals: dict, f_builtins: Any,
-              closure: tuple | None) -> Captured | Broken:
+              closure: tuple | None, policy: DynamicPolicy | None = None) -> Captured | Broken:
     """Translate one frame; ``localsplus`` holds the argument values in parameter order.
-    Never raises :class:`Unsupported`: it is returned in a :class:`Broken`."""
-    run = _Run(code, localsplus, f_globals, f_builtins, closure)
+    Never raises :class:`Unsupported`: it is returned in a :class:`Broken`. ``policy``
+    picks the input dims traced with symbolic sizes (None: all static); a symbolic
+    trace whose shape guards have no native form raises ``ShapeLoweringError``."""
+    run = _Run(code, localsplus, f_globals, f_builtins, closure, policy=policy)
     try:
         with run:
             returned = run.tx.run()
             assert returned is not None, "frames of generators are not translated"
-            plans = OutputPlanBuilder()
+            plans = OutputPlanBuilder(size_node=run.output.size_node)
             output = plans.plan(returned)
             effects = run.output.side_effects.plans(plans)
             return run.captured(plans, output, effects)
@@ -93,11 +96,12 @@ def translate(code: CodeType, localsplus: list, f_globals: dict, f_builtins: Any
 
 
 def translate_to_break(code: CodeType, localsplus: list, f_globals: dict, f_builtins: Any,
-                       closure: tuple | None, reason: Unsupported, stop_at_step: int) -> Broken:
+                       closure: tuple | None, reason: Unsupported, stop_at_step: int,
+                       policy: DynamicPolicy | None = None) -> Broken:
     """Trace again and stop just before the frame's step ``stop_at_step`` (the trace is
     deterministic, so this reaches the state the first trace had there). The result's
     ``graph`` and ``state`` are None when the trace does not reach the step."""
-    run = _Run(code, localsplus, f_globals, f_builtins, closure, stop_at_step)
+    run = _Run(code, localsplus, f_globals, f_builtins, closure, stop_at_step, policy)
     try:
         with run:
             try:
@@ -114,10 +118,11 @@ class _Run:
     state guards in place; leaving restores the grad mode the trace may have changed."""
 
     def __init__(self, code: CodeType, localsplus: list, f_globals: dict, f_builtins: Any,
-                 closure: tuple | None, stop_at_step: int | None = None):
+                 closure: tuple | None, stop_at_step: int | None = None,
+                 policy: DynamicPolicy | None = None):
         if not isinstance(f_builtins, dict):
             f_builtins = vars(f_builtins) if f_builtins is not None else vars(_builtins)
-        self.output = OutputGraph()
+        self.output = OutputGraph(policy, code.co_qualname)
         self.output.frame = (localsplus, f_globals, f_builtins, closure)
         self.prior_grad = torch.is_grad_enabled()
         self.output.add_guard(None, grad_mode(self.prior_grad))
@@ -150,7 +155,7 @@ class _Run:
                         draws_random=graph.draws_random, traced_handlers=graph.traced_handlers)
 
     def stopped(self, reason: Unsupported) -> Broken:
-        plans = OutputPlanBuilder(frame_cells=frame_cells(self.tx))
+        plans = OutputPlanBuilder(frame_cells=frame_cells(self.tx), size_node=self.output.size_node)
         state = break_state(self.tx, plans, grad_mode_at_start=self.prior_grad,
                             grad_mode_at_stop=torch.is_grad_enabled())
         graph = self.captured(plans, None, list(state.effects))
@@ -159,5 +164,5 @@ class _Run:
         return Broken(reason, graph, state)
 
 
-__all__ = ["Broken", "Captured", "FullGraphError", "SUPPORTED_OPCODES", "Unsupported", "translate",
+__all__ = ["Broken", "Captured", "DynamicPolicy", "FullGraphError", "SUPPORTED_OPCODES", "Unsupported", "translate",
            "translate_to_break"]

@@ -31,7 +31,7 @@ import torch
 
 from ..exc import unsupported
 from ..guards import equals, id_is, len_is, type_is
-from ..guards.sources import AttrSource, BuiltinSource, GlobalSource, ItemSource, Source
+from ..guards.sources import AttrSource, BuiltinSource, GlobalSource, ItemSource, LocalSource, Source
 from .variables.base import MethodCallVariable, VariableTracker
 from .variables.constant import ConstantVariable, PureFunctionVariable, wrap_constant_result
 from .variables.containers import (
@@ -47,6 +47,7 @@ from .variables.environ import wrap_environ
 from .variables.functions import PartialVariable, UserFunctionVariable, UserMethodVariable
 from .variables.misc import ClassVariable, PythonModuleVariable, UserObjectVariable, is_trusted_module
 from .variables.nn_module import NNModuleVariable
+from .variables.symbolic import size_variable
 from .variables.torch_functions import (
     GradModeExitVariable,
     GradModeVariable,
@@ -151,6 +152,17 @@ def wrap_value(tx, value: Any, source: Source | None) -> VariableTracker:
         if source is None:
             raise unsupported("a tensor that the rewritten code cannot load (no source)")
         return tx.output.add_tensor_input(value, source)
+    if type(value) is int and isinstance(source, LocalSource):
+        symbolic = tx.output.add_int_input(value, source)
+        if symbolic is not None:  # automatic dynamic: a symbol, its type guarded
+            guard(type_is(int))
+            return symbolic
+    if type(value) is tuple and isinstance(source, LocalSource) and is_plain_constant(value):
+        items = _tuple_with_symbolic_ints(tx, value, source)
+        if items is not None:
+            guard(type_is(tuple))
+            guard(len_is(len(value)))
+            return TupleVariable(items)
     if is_plain_constant(value):
         guard(equals(value))
         return wrap_constant_result(value) if type(value) is tuple else ConstantVariable(value, source)
@@ -200,6 +212,10 @@ def wrap_value(tx, value: Any, source: Source | None) -> VariableTracker:
         guard(type_is(type(value)))
         if type(value) is torch.Size:
             guard(len_is(len(value)))
+            if source is not None and _argument_or_item(source):
+                items = _tuple_with_symbolic_ints(tx, tuple(value), source)
+                if items is not None:  # sizes passed to a resume function, now symbolic
+                    return size_variable(items)
         if source is not None:
             for name, field_source, field in _fields(value, source):
                 if not is_plain_constant(field):
@@ -370,6 +386,35 @@ def _fields(value: Any, source: Source):
         return [(f"item {i}", ItemSource(source, i), v) for i, v in enumerate(value)]
     names = ("type", "index") if type(value) is torch.device else ("start", "stop", "step")
     return [(name, AttrSource(source, name), getattr(value, name)) for name in names]
+
+
+def _argument_or_item(source: Source | None) -> bool:
+    """An argument of the frame, or an item of one (``shape[1]`` of a Size or tuple
+    passed to a resume function): where an int may become symbolic."""
+    while isinstance(source, ItemSource):
+        source = source.base
+    return isinstance(source, LocalSource)
+
+
+def _tuple_with_symbolic_ints(tx, value: tuple, source: Source) -> list[VariableTracker] | None:
+    """The items of a tuple argument (sizes passed to a resume function) when some int
+    item became symbolic (automatic dynamic); the others are guarded by value. None
+    when none did: the whole tuple is then one constant, as before."""
+    items: list[VariableTracker | None] = []
+    for i, item in enumerate(value):
+        symbolic = tx.output.add_int_input(item, ItemSource(source, i)) if type(item) is int else None
+        if symbolic is not None:
+            tx.output.add_guard(ItemSource(source, i), type_is(int))
+        items.append(symbolic)
+    if all(item is None for item in items):
+        return None
+    result: list[VariableTracker] = []
+    for i, (item, known) in enumerate(zip(value, items, strict=True)):
+        if known is None:
+            tx.output.add_guard(ItemSource(source, i), equals(item))
+            known = wrap_constant_result(item) if type(item) is tuple else ConstantVariable(item)
+        result.append(known)
+    return result
 
 
 def wrap_code_constant(value: Any) -> VariableTracker:

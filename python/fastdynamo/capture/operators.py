@@ -22,6 +22,7 @@ from .variables.containers import (
     SetVariable,
     TupleVariable,
 )
+from .variables.symbolic import symbolic_op
 from .variables.tensor import TensorVariable
 
 BINARY_OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
@@ -68,6 +69,9 @@ def binary_op(tx, op: Callable, left: VariableTracker, right: VariableTracker) -
         return overridden
     if isinstance(left, TensorVariable) or isinstance(right, TensorVariable):
         return tx.output.record_call("call_function", _graph_operator(op, left, right), [left, right], {})
+    symbolic = symbolic_op(op, [left, right])
+    if symbolic is not None:
+        return symbolic
     if isinstance(left, SetVariable) and op in _INPLACE_SET_METHODS and right.is_python_constant():
         left.call_method(tx, _INPLACE_SET_METHODS[op], [right], {})  # in place, seen by aliases
         return left
@@ -126,6 +130,9 @@ def compare_op(tx, op: Callable, left: VariableTracker, right: VariableTracker) 
                                                  or right.is_python_constant() and right.as_python_constant() is None):
             return ConstantVariable(op is operator.ne)
         return tx.output.record_call("call_function", op, [left, right], {})
+    symbolic = symbolic_op(op, [left, right])
+    if symbolic is not None:
+        return symbolic
     if left.is_python_constant() and right.is_python_constant() and not _values_view(left, right):
         return ConstantVariable(op(left.as_python_constant(), right.as_python_constant()))
     if _is_sequence(left) and _is_sequence(right):
@@ -216,6 +223,9 @@ def unary_op(tx, op: Callable, value: VariableTracker) -> VariableTracker:
     """``-x``, ``+x``, ``~x``."""
     if isinstance(value, TensorVariable):
         return tx.output.record_call("call_function", op, [value], {})
+    symbolic = symbolic_op(op, [value])
+    if symbolic is not None:
+        return symbolic
     return wrap_constant_result(op(value.as_python_constant()))
 
 

@@ -40,6 +40,7 @@ from .variables.dict_views import VIEW_METHODS, DictIteratorVariable, DictViewVa
 from .variables.functions import NestedFunctionVariable, UserMethodVariable
 from .variables.iterators import LazyIteratorVariable
 from .variables.misc import ExceptionVariable
+from .variables.symbolic import SymbolicValue
 from .variables.tensor import TensorMethodVariable, TensorVariable
 from .variables.user_objects import NewObjectVariable, WeakRefVariable, rebuild_object, set_attributes
 
@@ -52,8 +53,11 @@ class OutputPlanBuilder:
     stored in an attribute) is one :class:`Shared` plan: one object, as in eager.
     """
 
-    def __init__(self, frame_cells: dict[int, str] | None = None) -> None:
+    def __init__(self, frame_cells: dict[int, str] | None = None, size_node=None) -> None:
         self.nodes: list[torch.fx.Node] = []
+        # OutputGraph.size_node: a symbolic size as a graph node (a graph output), or
+        # its value when it cannot be computed in the graph.
+        self.size_node = size_node
         self._shared: dict[int, tuple[VariableTracker, Shared | None]] = {}
         # id(CellVariable) -> name, for the cells of the frame being rewritten: closures
         # over them can be rebuilt (graph_break.py passes them).
@@ -72,6 +76,13 @@ class OutputPlanBuilder:
             return self._shared_plan(value)
         if isinstance(value, ConstantVariable):
             return _constant_plan(value.value)
+        if isinstance(value, SymbolicValue) and self.size_node is not None:
+            node = self.size_node(value.sym)
+            if not isinstance(node, torch.fx.Node):
+                return Constant(node)
+            if node not in self.nodes:
+                self.nodes.append(node)
+            return GraphOutput(self.nodes.index(node))
         container_part = self._view_or_iterator(value)
         if container_part is not None:
             return container_part
@@ -186,6 +197,11 @@ class OutputPlanBuilder:
 
 
 def _constant_plan(value) -> OutputPlan:
+    from .variables.symbolic import concrete, has_symbolic
+
+    if has_symbolic(value):
+        # A symbolic size leaving the graph is specialised (a guard on its value).
+        value = concrete(value)
     # Mutable constants must be rebuilt per call: the caller may mutate the result.
     if type(value) is list:
         return BuildList([_constant_plan(v) for v in value])

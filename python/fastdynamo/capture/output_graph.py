@@ -49,7 +49,7 @@ class GraphInput:
 class OutputGraph:
     """Graph, fake mode, inputs and guards of one capture (shared by inlined translators)."""
 
-    def __init__(self) -> None:
+    def __init__(self, policy: Any = None, where: str = "") -> None:
         from .side_effects import SideEffects
 
         self.graph = torch.fx.Graph()
@@ -67,6 +67,9 @@ class OutputGraph:
         self.wrapping: set[int] = set()  # ids of the containers wrap_value is inside
         # (argument values, globals, builtins, closure) of the compiled frame at entry
         self.frame: tuple[list, dict, dict, tuple | None] | None = None
+        self.policy = policy  # dynamic.DynamicPolicy: which input dims are symbolic
+        self.where = where  # the code's qualified name, for logs
+        self.shapes: Any = None  # dynamic.SymbolicShapes, from the first symbolic input
 
     def count_step(self) -> None:
         """One more instruction traced; past ``config.max_trace_steps`` the trace gives up
@@ -95,8 +98,15 @@ class OutputGraph:
     @property
     def guards(self) -> list[Guard]:
         """Every guard of the capture: those recorded, then the relations between objects
-        that the side effects relied on (known only once the trace is over)."""
-        return list(self._guards.values()) + self.side_effects.relation_guards()
+        that the side effects relied on (known only once the trace is over). Symbolic
+        inputs: their tensor guards leave symbolic dims unchecked, and one shape guard
+        relates those dims (ShapeLoweringError: no native form)."""
+        relations = self.side_effects.relation_guards()
+        if self.shapes is None:
+            return list(self._guards.values()) + relations
+        symbolic = {g.source: g for g in self.shapes.guards()}
+        guards = [symbolic.pop(g.source, g) if g.check[0] == "tensor" else g for g in self._guards.values()]
+        return guards + list(symbolic.values()) + relations
 
     # -- inputs -----------------------------------------------------------------
     def add_tensor_input(self, tensor: torch.Tensor, source: Source):
@@ -108,20 +118,61 @@ class OutputGraph:
         if type(tensor) not in (torch.Tensor, torch.nn.Parameter):
             raise unsupported(f"tensor subclass {type(tensor).__qualname__} at {source.name()}")
         self.add_guard(source, tensor_match(tensor))
+        node = self._placeholder(source)
+        fake = self._fake_input(tensor, source)
+        node.meta["example_value"] = node.meta["val"] = fake
+        if self.shapes is not None:
+            self.shapes.add_input(source, tensor, fake, node)
+        self.inputs.append(GraphInput(source, node, tensor))
+        self._input_storages.add(fake.untyped_storage()._cdata)
+        var = TensorVariable(node, fake, source=source, python_type=type(tensor))
+        self._inputs_by_source[source] = var
+        return var
+
+    def add_int_input(self, value: int, source: Source):
+        """An int argument traced as a symbol (automatic dynamic), or None: then it is a
+        constant guarded by value, as before."""
+        if self.policy is None or not self.policy.symbolic_int(value, source, self.where):
+            return None
+        if source in self._inputs_by_source:
+            return self._inputs_by_source[source]
+        from .variables.symbolic import SymbolicValue
+
+        shapes = self._symbolic_shapes()
+        node = self._placeholder(source)
+        sym = shapes.int_symbol(value, source, node)
+        self.inputs.append(GraphInput(source, node, value))  # type: ignore[arg-type]
+        var = SymbolicValue(sym)
+        var.source = source
+        self._inputs_by_source[source] = var
+        return var
+
+    def _placeholder(self, source: Source) -> torch.fx.Node:
         placeholders = [n for n in self.graph.nodes if n.op == "placeholder"]
         if placeholders:
             ctx = self.graph.inserting_after(placeholders[-1])
         else:
             ctx = self.graph.inserting_before(next(iter(self.graph.nodes), None))
         with ctx:
-            node = self.graph.placeholder(self._unique_name(source.name()))
-        fake = self.fake_mode.from_tensor(tensor)
-        node.meta["example_value"] = node.meta["val"] = fake
-        self.inputs.append(GraphInput(source, node, tensor))
-        self._input_storages.add(fake.untyped_storage()._cdata)
-        var = TensorVariable(node, fake, source=source, python_type=type(tensor))
-        self._inputs_by_source[source] = var
-        return var
+            return self.graph.placeholder(self._unique_name(source.name()))
+
+    def _symbolic_shapes(self) -> Any:
+        if self.shapes is None:
+            from .dynamic import SymbolicShapes
+
+            self.shapes = SymbolicShapes()
+            # Inputs converted so far keep their static FakeTensors; from now on the
+            # mode makes symbols (what FakeTensorMode(shape_env=...) would have set).
+            self.fake_mode.shape_env = self.shapes.env
+            self.fake_mode.static_shapes = False
+        return self.shapes
+
+    def _fake_input(self, tensor: torch.Tensor, source: Source) -> torch.Tensor:
+        """The input's FakeTensor: symbolic sizes in the dims the policy picks."""
+        dims = self.policy.symbolic_dims(tensor, source, self.where) if self.policy is not None else {}
+        if not dims and self.shapes is None:
+            return self.fake_mode.from_tensor(tensor)
+        return self._symbolic_shapes().fake_tensor(self.fake_mode, tensor, source, dims)
 
     def aliases_input(self, fake: torch.Tensor) -> bool:
         """True when ``fake`` shares storage with a graph input."""
@@ -152,6 +203,10 @@ class OutputGraph:
         except Exception as err:  # noqa: BLE001 - the eager run will raise the real error
             raise unsupported(f"{name} raised {type(err).__name__} during tracing: {err}") from err
         self._check_input_metadata(target, fake_args, input_layout)
+        if self.shapes is not None:
+            self.shapes.check_result(name, result)
+            node_args = self.shapes.graph_value(self.graph, node_args)
+            node_kwargs = self.shapes.graph_value(self.graph, node_kwargs)
         node = self.graph.create_node(kind, target, node_args, node_kwargs)
         node.meta["example_value"] = node.meta["val"] = result
         if mutates_first_argument(kind, target, fake_kwargs):
@@ -184,6 +239,10 @@ class OutputGraph:
             if isinstance(value, list):
                 return ListVariable(items)
             return TupleVariable(items, tuple_type=type(value))
+        if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+            from .variables.symbolic import wrap_symbolic
+
+            return wrap_symbolic(value)  # a symbolic size: nodes are made where it is used
         if isinstance(value, (int, float, bool, complex, str, type(None), torch.Size, torch.dtype,
                               torch.device, torch.memory_format, torch.layout)):
             return ConstantVariable(value)
@@ -230,9 +289,32 @@ class OutputGraph:
     def finish(self, outputs: list[torch.fx.Node]) -> torch.fx.GraphModule:
         """Add the output node, clean up and build the GraphModule."""
         self.graph.output(tuple(outputs))
+        if self.shapes is not None:
+            self._symbolic_args_to_nodes()
         eliminate_dead_code(self.graph)
         self.graph.lint()
         return torch.fx.GraphModule(torch.nn.Module(), self.graph)
+
+    def size_node(self, sym: Any) -> Any:
+        """A symbolic size the rewritten code needs: a node computing it (a graph output),
+        or its value (specialised) when the graph cannot compute it."""
+        if self.shapes is None:
+            from .variables.symbolic import concrete
+
+            return concrete(sym)
+        return self.shapes.graph_value(self.graph, sym)
+
+    def _symbolic_args_to_nodes(self) -> None:
+        """Symbolic sizes recorded as node arguments become nodes computing them from
+        the inputs' sizes (``sym_size``), inserted before their first use."""
+        from .variables.symbolic import has_symbolic
+
+        for node in list(self.graph.nodes):
+            if not (has_symbolic(node.args) or has_symbolic(dict(node.kwargs))):
+                continue
+            with self.graph.inserting_before(node):
+                node.args = self.shapes.graph_value(self.graph, node.args)
+                node.kwargs = self.shapes.graph_value(self.graph, dict(node.kwargs))
 
     def example_inputs(self) -> list[torch.Tensor]:
         return [inp.example for inp in self.inputs]

@@ -62,6 +62,8 @@ class Guard:
             tensor, sizes, strides = args
             return (f"tensor {name}: {_qualname(type(tensor))} {tensor.dtype} {tensor.device} "
                     f"requires_grad={tensor.requires_grad} size={_dims(sizes)} stride={_dims(strides)}")
+        if kind == "shape_exprs":
+            return "shape guards:\n" + "\n".join(f"  {text}" for text in args[2])
         if kind in _STATE_READERS:
             return f"{_STATE_READERS[kind]} == {args[0]}"
         return f"{name}: {self.check!r}"

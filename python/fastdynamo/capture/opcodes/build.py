@@ -5,6 +5,7 @@ from ...bytecode import version
 from ...exc import unsupported
 from ..variables.constant import ConstantVariable
 from ..variables.containers import DictVariable, ListVariable, SetVariable, TupleVariable, dict_items
+from ..variables.symbolic import SymbolicSlice, SymbolicValue
 from .operators import OperatorOpcodes
 
 _CONVERSIONS = {0: lambda v: v, 1: str, 2: repr, 3: ascii}
@@ -36,6 +37,8 @@ class BuildOpcodes:
         """``slice(*parts)``; also 3.12's BINARY_SLICE/STORE_SLICE bounds."""
         if not all(p.is_python_constant() for p in parts):
             raise unsupported("slice with non-constant bounds")
+        if any(isinstance(p, SymbolicValue) for p in parts):
+            return SymbolicSlice(parts)  # symbolic where a graph op takes it
         return ConstantVariable(slice(*[p.as_python_constant() for p in parts]))
 
     def BUILD_STRING(self, inst):

@@ -15,6 +15,7 @@ from typing import Any
 
 from ...exc import unsupported
 from .base import CallableVariable, VariableTracker
+from .symbolic import concrete, has_symbolic, wrap_symbolic
 
 # Types whose methods never mutate the value: calling them for real is safe.
 IMMUTABLE_TYPES = (int, float, bool, complex, str, bytes, type(None), slice, range,
@@ -25,6 +26,10 @@ class ConstantVariable(VariableTracker):
     """A value known at trace time."""
 
     def __init__(self, value: Any, source=None):
+        if has_symbolic(value):
+            # Symbolic sizes are SymbolicValues; one that reaches a constant is
+            # specialised (a guard on its value), so Python code never sees a symbol.
+            value = concrete(value)
         self.value = value
         self.source = source
 
@@ -80,6 +85,17 @@ def wrap_constant_result(value: Any) -> VariableTracker:
     later code can mix them with symbolic items)."""
     from .containers import ListVariable, TupleVariable
 
+    if has_symbolic(value):
+        if type(value) in (tuple, list) or _is_size(value):
+            items = [wrap_constant_result(v) for v in value]
+            if type(value) is list:
+                return ListVariable(items)
+            if _is_size(value):
+                from .symbolic import size_variable
+
+                return size_variable(items)
+            return TupleVariable(items)
+        return wrap_symbolic(value)
     if isinstance(value, tuple) and type(value) is tuple:
         return TupleVariable([wrap_constant_result(v) for v in value])
     if isinstance(value, list):
@@ -93,6 +109,12 @@ def wrap_constant_result(value: Any) -> VariableTracker:
 
         return DictVariable({k: wrap_constant_result(v) for k, v in value.items()})
     return ConstantVariable(value)
+
+
+def _is_size(value: Any) -> bool:
+    import torch
+
+    return type(value) is torch.Size
 
 
 def _name(fn: Any) -> str:

@@ -20,6 +20,7 @@ import torch
 from ...exc import unsupported
 from .base import VariableTracker
 from .constant import ConstantVariable
+from .symbolic import has_symbolic
 
 # Attributes that are pure metadata under static shapes: read from the FakeTensor.
 METADATA_ATTRS = frozenset({
@@ -65,7 +66,12 @@ class TensorVariable(VariableTracker):
         if name in DENIED_ATTRS:
             raise unsupported(f"Tensor.{name} is not captured")
         if name in METADATA_ATTRS:
-            return ConstantVariable(getattr(self.example, name))
+            value = getattr(self.example, name)
+            if has_symbolic(value):  # x.shape with symbolic sizes: a tuple of sizes
+                from .constant import wrap_constant_result
+
+                return wrap_constant_result(value)
+            return ConstantVariable(value)
         if name in DENIED_METHODS:
             # Raised when called, so a graph break happens at the call and the bound
             # method is rebuilt from the tensor (graph_break.py).
