@@ -37,7 +37,7 @@ from ..exc import unsupported
 _VALUE_TYPES = (
     type(None), bool, int, float, complex, str, bytes, slice, range, type(Ellipsis),
     torch.dtype, torch.device, torch.layout, torch.memory_format, torch.Size, enum.Enum,
-    torch.finfo, torch.iinfo,
+    torch.finfo, torch.iinfo, torch.SymInt, torch.SymFloat, torch.SymBool,  # (symbolic sizes)
 )
 # callables of no state of their own (a Python function may close over real tensors)
 _STATELESS_CALLABLES = (
