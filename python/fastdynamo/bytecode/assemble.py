@@ -107,6 +107,7 @@ def assemble(instructions: Sequence[Instruction], template_code: CodeType,
                 varnames.index(name, None if packed else inst.arg)
     localsplus = version.localsplus_names_from(varnames.items, cellvars, freevars)
     localsplus_index = {name: i for i, name in reversed(list(enumerate(localsplus)))}
+    instructions = _unpack_far_pairs(instructions, localsplus_index)
     for inst in instructions:
         _set_arg(inst, consts, names, localsplus, localsplus_index)
 
@@ -168,6 +169,37 @@ def _set_arg(inst: Instruction, consts: _Table, names: _Table, localsplus: tuple
         # already names this comparison.
         if inst.arg is None or dis.cmp_op[inst.arg >> version.COMPARE_ARG_SHIFT] != argval:
             inst.arg = version.compare_arg(argval)
+
+
+# 3.13's paired local opcodes, as the two single ones they stand for.
+_UNPACKED = {"LOAD_FAST_LOAD_FAST": ("LOAD_FAST", "LOAD_FAST"),
+             "STORE_FAST_STORE_FAST": ("STORE_FAST", "STORE_FAST"),
+             "STORE_FAST_LOAD_FAST": ("STORE_FAST", "LOAD_FAST")}
+
+
+def _unpack_far_pairs(instructions: list[Instruction], localsplus_index: dict[str, int]) -> list[Instruction]:
+    """A paired local opcode packs two 4-bit indices: when a rewrite moved either local
+    past the first 16 (new locals of transformed code), it becomes its two single
+    opcodes (new instructions; jumps to the pair land on the first)."""
+    out: list[Instruction] = []
+    replaced: dict[int, Instruction] = {}
+    for inst in instructions:
+        if inst.opname not in _UNPACKED or all(localsplus_index[n] <= 15 for n in inst.argval):
+            out.append(inst)
+            continue
+        halves = [Instruction(op, version.OPMAP[op], argval=name, positions=inst.positions,
+                              exn_tab_entry=inst.exn_tab_entry)
+                  for op, name in zip(_UNPACKED[inst.opname], inst.argval, strict=True)]
+        replaced[id(inst)] = halves[0]
+        out += halves
+    if replaced:
+        for inst in out:
+            if inst.target is not None and id(inst.target) in replaced:
+                inst.target = replaced[id(inst.target)]
+            entry = inst.exn_tab_entry
+            if entry is not None and id(entry.target) in replaced:
+                entry.target = replaced[id(entry.target)]
+    return out
 
 
 def _forward_conditions_only(instructions: Sequence[Instruction]) -> list[Instruction]:

@@ -59,9 +59,11 @@ def is_data_descriptor(value: Any) -> bool:
 
 # ``__getattribute__`` of built-in types whose slot is CPython's generic lookup
 # (``PyObject_GenericGetAttr``): a subclass of ``dict`` (``ModelOutput``) looks up its
-# attributes exactly as a plain object does.
+# attributes exactly as a plain object does. (A type lists its own wrapper only where
+# it fills the slot itself, which differs between versions: 3.13's list none.)
 _GENERIC_GETATTRIBUTE = tuple(base.__dict__["__getattribute__"] for base in (
-    object, dict, list, tuple, set, frozenset, int, float, complex, str, bytes, BaseException))
+    object, dict, list, tuple, set, frozenset, int, float, complex, str, bytes, BaseException)
+    if "__getattribute__" in base.__dict__)
 
 
 def is_generic_getattribute(attr: Any) -> bool:
