@@ -10,11 +10,13 @@ from bytecode_test_utils import function_with_code
 
 
 def swap_and_add(a, b):
-    a, b = b, a  # STORE_FAST_STORE_FAST from 3.13
-    c = a - b  # LOAD_FAST_LOAD_FAST
-    for i in range(2):  # STORE_FAST_LOAD_FAST in the loop body
-        c = c * 2 + i
-    return a, b, c
+    x = a + 1
+    y = b + 1
+    x, y = y, x  # STORE_FAST_STORE_FAST from 3.13
+    c = x - y  # LOAD_FAST_LOAD_FAST
+    for i in range(2):
+        c = c * 2 + i  # STORE_FAST_LOAD_FAST (i stored, c loaded)
+    return x, y, c
 
 
 def test_pairs_of_locals_moved_past_sixteen_run_as_before():
