@@ -243,9 +243,9 @@ def contains_op(tx, item: VariableTracker, container: VariableTracker) -> bool:
         return container.contains(tx, item)
     if isinstance(container, EnvironVariable):
         return container.contains(tx, item)
-    from .variables.custom_lookup import InstanceDictVariable
+    from .variables.custom_lookup import InstanceDictView
 
-    if isinstance(container, InstanceDictVariable):
+    if isinstance(container, InstanceDictView):
         return container.contains(tx, item)
     from .variables.user_iteration import is_user_object, user_contains
 

@@ -220,9 +220,9 @@ def generic_getattr(tx, owner: VariableTracker, cls: type, name: str, own,
             if found is not None:
                 return found
         if name == "__dict__" and is_instance_dict_descriptor(attr):
-            from .custom_lookup import InstanceDictVariable
+            from .custom_lookup import InstanceDictView
 
-            return InstanceDictVariable(owner, instance_attr_source(instance_source, cls, name))
+            return InstanceDictView(owner, instance_attr_source(instance_source, cls, name))
         raise unsupported(f"attribute {cls.__qualname__}.{name} of kind {type(attr).__name__}")
     found = own(name)
     if found is not None:

@@ -11,7 +11,7 @@ so a guard never runs the class's own lookup. An ``AttributeError`` raised insid
 exception of the trace: ``__getattr__`` is then called (``slot_tp_getattr_hook``),
 ``hasattr`` answers False and ``getattr(obj, name, default)`` gives the default.
 ``obj.__dict__`` reached by the generic lookup is a read-only view
-(:class:`InstanceDictVariable`).
+(:class:`InstanceDictView`).
 
 >>> from fastdynamo.capture.opcodes.exceptions import RaisedInTrace
 >>> try:
@@ -109,7 +109,7 @@ def lookup_or_missing(tx, obj: VariableTracker, name: str) -> VariableTracker | 
         raise
 
 
-class InstanceDictVariable(VariableTracker):
+class InstanceDictView(VariableTracker):
     """``obj.__dict__`` of a user object, read only: ``get``, ``[key]`` and ``in``, each
     key's presence guarded (``contains``) and its value read through the dict. Pending
     attribute stores of the trace are seen; any change through the dict is unsupported."""
@@ -172,4 +172,4 @@ class InstanceDictVariable(VariableTracker):
         raise unsupported(f"{self.describe()}.{name}() with these arguments")
 
     def describe(self) -> str:
-        return f"InstanceDictVariable({self.owner.describe()})"
+        return f"InstanceDictView({self.owner.describe()})"
