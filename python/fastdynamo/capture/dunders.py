@@ -19,6 +19,8 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+import torch
+
 from ..exc import unsupported
 from ..guards import id_is
 from ..guards.sources import AttrSource, Source, TypeSource
@@ -70,6 +72,10 @@ def _owner_class(value: VariableTracker) -> tuple[type, Source | None, type] | N
     return None
 
 
+# torch.Size's C methods that are tuple concatenation and repetition giving a Size.
+_SIZE_SEQUENCE_OPS = frozenset({"__add__", "__radd__", "__mul__", "__rmul__"})
+
+
 def user_method(tx, value: VariableTracker, name: str) -> tuple[Any, Source | None] | None:
     """``(function, source)`` of ``type(value).name`` when a tuple subclass or a user
     class defines it (above ``tuple``/``object`` in the MRO), guarded by identity where
@@ -81,6 +87,8 @@ def user_method(tx, value: VariableTracker, name: str) -> tuple[Any, Source | No
     from .variables.attributes import MISSING, own_class_attribute
 
     cls, class_source, base = owner
+    if cls is torch.Size and name in _SIZE_SEQUENCE_OPS:
+        return None  # a Size from + and * (operators._sequence_like)
     found = own_class_attribute(cls, name, base)
     if found is MISSING:
         return None

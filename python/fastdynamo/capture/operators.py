@@ -12,6 +12,8 @@ from __future__ import annotations
 import operator
 from typing import Any, Callable
 
+import torch
+
 from ..exc import Unsupported, unsupported
 from .variables.base import VariableTracker
 from .variables.constant import ConstantVariable, wrap_constant_result
@@ -22,7 +24,7 @@ from .variables.containers import (
     SetVariable,
     TupleVariable,
 )
-from .variables.symbolic import symbolic_op
+from .variables.symbolic import SymbolicValue, size_variable, symbolic_op
 from .variables.tensor import TensorVariable
 
 BINARY_OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
@@ -76,7 +78,8 @@ def binary_op(tx, op: Callable, left: VariableTracker, right: VariableTracker) -
         left.call_method(tx, _INPLACE_SET_METHODS[op], [right], {})  # in place, seen by aliases
         return left
     if left.is_python_constant() and right.is_python_constant() and not (
-            isinstance(left, ListVariable) or isinstance(right, ListVariable)):
+            isinstance(left, ListVariable) or isinstance(right, ListVariable)) \
+            and not (_holds_symbols(left) or _holds_symbols(right)):
         try:
             return wrap_constant_result(op(left.as_python_constant(), right.as_python_constant()))
         except Exception as err:  # noqa: BLE001 - the eager run raises the real error
@@ -88,15 +91,31 @@ def binary_op(tx, op: Callable, left: VariableTracker, right: VariableTracker) -
             left.check_mutable(tx)
             left.items = items
             return left
-        return ListVariable(items) if left.python_type() is list else TupleVariable(items)
+        return _sequence_like(items, left, right)
     if plain is operator.mul and _is_sequence(left) and right.is_python_constant():
         items = _sequence_items(left) * right.as_python_constant()
         if op is operator.imul and isinstance(left, ListVariable):
             left.check_mutable(tx)  # list *= n repeats in place
             left.items = items
             return left
-        return ListVariable(items) if left.python_type() is list else TupleVariable(items)
+        return _sequence_like(items, left)
     raise unsupported(f"{op.__name__}({left.describe()}, {right.describe()})")
+
+
+def _holds_symbols(value: VariableTracker) -> bool:
+    """A tuple with symbolic sizes in it: folding it as a constant would specialise them."""
+    return isinstance(value, BaseSequenceVariable) and any(isinstance(item, SymbolicValue) for item in value.items)
+
+
+def _sequence_like(items: list, left: VariableTracker, *others: VariableTracker) -> VariableTracker:
+    """The result of ``+``/``*`` on sequences: a list, a ``torch.Size`` when an operand
+    is one (``Size.__add__``/``__radd__``/``__mul__`` return Sizes), else a tuple."""
+    if left.python_type() is list:
+        return ListVariable(items)
+    for operand in (left, *others):
+        if operand.python_type() is torch.Size:
+            return size_variable(items)
+    return TupleVariable(items)
 
 
 def _graph_operator(op: Callable, left: VariableTracker, right: VariableTracker) -> Callable:
