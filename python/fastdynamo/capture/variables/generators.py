@@ -19,27 +19,17 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..translator import InstructionTranslator
 
 
-class GeneratorVariable(IteratorVariable):
-    """A generator object of traced code (``gen()`` inlined, not yet run)."""
+class PulledIterator(IteratorVariable):
+    """An iterator whose items exist only once pulled (``next_item``, one at a time),
+    never rebuilt after the graph: a generator, or CPython's sequence-protocol iterator
+    (:mod:`.user_iteration`). Subclasses set ``done`` when pulling finds no more."""
 
-    live = False  # never rebuilt after the graph: its frame state is not a value
-
-    def __init__(self, frame: InstructionTranslator):
-        self.frame = frame
-        self.index = 0
-        self.done = False
+    live = False  # never rebuilt after the graph: its state is not a list of values
+    done = False
 
     @property
     def items(self) -> list:
         return []  # nothing known ahead: items exist only once pulled
-
-    def next_item(self, tx=None):
-        if self.done:
-            return None
-        value = self.frame.resume_generator()
-        if value is None:
-            self.done = True
-        return value
 
     def unpack_var_sequence(self, tx) -> list:
         rest = []
@@ -50,8 +40,28 @@ class GeneratorVariable(IteratorVariable):
     def exhausted(self) -> bool:
         return self.done
 
+    def has_items_left(self) -> bool:
+        return False  # unknown until pulled
+
     def remaining(self):
         return []
+
+
+class GeneratorVariable(PulledIterator):
+    """A generator object of traced code (``gen()`` inlined, not yet run)."""
+
+    def __init__(self, frame: InstructionTranslator):
+        self.frame = frame
+        self.index = 0
+        self.done = False
+
+    def next_item(self, tx=None):
+        if self.done:
+            return None
+        value = self.frame.resume_generator()
+        if value is None:
+            self.done = True
+        return value
 
     def describe(self) -> str:
         return f"GeneratorVariable({self.frame.name})"

@@ -17,6 +17,7 @@ from ...exc import unsupported
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .containers import IteratorVariable
+from .generators import PulledIterator
 
 
 def is_user_object(value: VariableTracker) -> bool:
@@ -52,21 +53,15 @@ def user_contains(tx, container: VariableTracker, item: VariableTracker) -> bool
     return any(rich_compare_bool(tx, element, item) for element in iter(lambda: iterator.next_item(tx), None))
 
 
-class SequenceProtocolIterator(IteratorVariable):
+class SequenceProtocolIterator(PulledIterator):
     """CPython's ``iterator`` object over ``obj.__getitem__``: pulled lazily, each item
     an inlined call; it cannot be rebuilt after the graph (``live`` False)."""
-
-    live = False
 
     def __init__(self, obj: VariableTracker, getitem: tuple[Any, Any]):
         self.obj = obj
         self.item_method = getitem
         self.index = 0
         self.done = False
-
-    @property
-    def items(self) -> list:
-        return []  # known only once pulled
 
     def next_item(self, tx=None) -> VariableTracker | None:
         from ..dunders import _inline
@@ -83,21 +78,6 @@ class SequenceProtocolIterator(IteratorVariable):
             return None
         self.index += 1
         return item
-
-    def unpack_var_sequence(self, tx) -> list:
-        rest = []
-        while (item := self.next_item(tx)) is not None:
-            rest.append(item)
-        return rest
-
-    def exhausted(self) -> bool:
-        return self.done
-
-    def has_items_left(self) -> bool:
-        return False  # unknown until pulled
-
-    def remaining(self):
-        return []
 
     def describe(self) -> str:
         return f"SequenceProtocolIterator({self.obj.describe()}, {self.index})"
