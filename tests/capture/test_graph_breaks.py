@@ -475,17 +475,18 @@ def holder(i):
     return obj
 
 
-# graphs: before and after the opcode; class_inside's resume function breaks while
-# entering (the __build_class__ call) and runs as Python
-@pytest.mark.parametrize("fn, make, opcode, graphs", [
-    (delete_attribute, lambda i: call(vec(i), holder(i)), "DELETE_ATTR", 2),
-    (class_inside, lambda i: call(vec(i)), "LOAD_BUILD_CLASS", 1),
+# graphs: before and after the break; class_inside's resume function breaks while
+# entering (the __build_class__ call) and runs as Python. ``del`` is modelled on objects
+# the frame made only: on an argument it is a side effect the frame does not model.
+@pytest.mark.parametrize("fn, make, reason, graphs", [
+    (delete_attribute, lambda i: call(vec(i), holder(i)), "del UserObjectVariable(Holder).value: deleting", 2),
+    (class_inside, lambda i: call(vec(i)), "opcode LOAD_BUILD_CLASS is not supported", 1),
 ], ids=lambda v: v if isinstance(v, str) else getattr(v, "__name__", ""))
-def test_unsupported_opcode(fn, make, opcode, graphs):
+def test_unsupported_opcode(fn, make, reason, graphs):
     assert_matches_eager(fn, make, calls=3, graphs=graphs)
     report = explain(fn, *make(0).args)
     assert report.break_reasons[0].location == line_of(fn, "# BREAK")
-    assert f"opcode {opcode} is not supported" in report.break_reasons[0].reason
+    assert reason in report.break_reasons[0].reason
     assert report.graph_count >= 1
 
 

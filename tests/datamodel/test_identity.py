@@ -63,3 +63,23 @@ def id_of_a_new_object(x):
 def test_id_of_an_object_made_by_the_frame_breaks():
     got = check(id_of_a_new_object, torch.ones(2), graphs=1, breaks=1)  # the resume's graph
     assert any("made by the frame" in b.reason for b in got.breaks), [b.reason for b in got.breaks]
+
+
+def attribute_lists_are_one(x, box):
+    return x + len(box.first), box.first is box.second, box.first is not box.second
+
+
+def test_is_between_lists_from_outside_is_decided_on_the_objects_and_guarded():
+    """Two attributes holding one list (or two equal lists): ``is`` answers as in eager,
+    and a call where the sharing changed recompiles (it used to answer False for one
+    list: the two trackers' constant values were compared)."""
+    shared, separate = Box(), Box()
+    shared.first = shared.second = [1, 2]
+    separate.first, separate.second = [1, 2], [1, 2]
+    fastdynamo.reset()
+    recorder = Recorder()
+    compiled = fastdynamo.compile(attribute_lists_are_one, backend="eager", _recorder=recorder)
+    for box in (shared, separate, shared, separate):
+        got, want = compiled(torch.ones(1), box), attribute_lists_are_one(torch.ones(1), box)
+        assert torch.equal(got[0], want[0]) and got[1:] == want[1:], (got, want)
+    assert len(recorder.captures) == 2 and not recorder.breaks, [str(b) for b in recorder.breaks]

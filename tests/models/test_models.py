@@ -44,11 +44,9 @@ def _assert_same_output(compiled: Any, eager: Any) -> None:
 # are: T5's decoder makes its cache from ``config.get_text_config(decoder=True)``, which
 # deep-copies the config (``copy.deepcopy``, ``to_dict``) on every call. They are tested
 # without ``fullgraph``: results equal to eager's, and every break in those files.
-KNOWN_BREAKS = {"t5": ("/copy.py:", "/configuration_utils.py:")}
-WHOLE = [case for case in CASES if case.name not in KNOWN_BREAKS]
+WHOLE = list(CASES)
 # tests/training/ trains the torch.nn and torchvision models (eval and train mode, buffers).
-HF_WHOLE = [case for case in WHOLE if case.name in ("gpt2", "bert", "llama")]
-PARTIAL = [case for case in CASES if case.name in KNOWN_BREAKS]
+HF_WHOLE = [case for case in WHOLE if case.name in ("gpt2", "bert", "t5", "llama")]
 
 
 def _graph_count(model: torch.nn.Module, args: tuple) -> tuple[int, int]:
@@ -91,22 +89,6 @@ def test_training_step_matches_eager(case: ModelCase) -> None:
             torch.testing.assert_close(got.grad, want.grad, msg=f"gradient of {name}")
             torch.testing.assert_close(got, want, msg=f"parameter {name}")
     assert _graph_count(model, args) == (1, 0)
-
-
-@pytest.mark.parametrize("case", PARTIAL, ids=[case.name for case in PARTIAL])
-def test_models_with_known_breaks_match_eager(case: ModelCase) -> None:
-    model, args = case.build()
-    with torch.no_grad():
-        report = fastdynamo.explain(model, backend="eager")(*args)
-        expected = model(*args)
-        compiled = fastdynamo.compile(model, backend="eager")
-        first, again = compiled(*args), compiled(*args)
-    _assert_same_output(first, expected)
-    _assert_same_output(again, expected)
-    assert report.graph_count >= 1 and not report.internal_errors
-    places = KNOWN_BREAKS[case.name]
-    unexpected = [b for b in report.break_reasons if not any(p in b.location for p in places)]
-    assert not unexpected, unexpected
 
 
 def _disable_dropout(model: torch.nn.Module) -> None:

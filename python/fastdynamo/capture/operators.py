@@ -211,16 +211,74 @@ def is_same(left: VariableTracker, right: VariableTracker, tx=None) -> bool:
         if other.is_python_constant():
             return False
         raise unsupported(f"identity of a tensor and {other.describe()}")
-    if left.is_python_constant() and right.is_python_constant():
+    outside = _outside_identity(tx, left, right)
+    if outside is not None:
+        return outside
+    if left.is_python_constant() and right.is_python_constant() and not _both_containers(left, right):
         return left.as_python_constant() is right.as_python_constant()
     if getattr(left, "identity_guarded", False) and getattr(right, "identity_guarded", False):
         return left.value is right.value  # type: ignore[attr-defined]  # both pinned by id_is
     for pinned, other in ((left, right), (right, left)):
         if getattr(pinned, "identity_guarded", False) and other.is_python_constant():
             return pinned.value is other.as_python_constant()  # type: ignore[attr-defined]
-    if isinstance(left, BaseSequenceVariable) or isinstance(right, BaseSequenceVariable):
-        return False
+    made = _made_container_identity(left, right)
+    if made is not None:
+        return made
     raise unsupported(f"identity of {left.describe()} and {right.describe()}")
+
+
+def _made_container_identity(left: VariableTracker, right: VariableTracker) -> bool | None:
+    """``left is right`` where one is a list, tuple or dict the frame made (it has one
+    tracker, so another tracker is another object; an instance dict is its owner's);
+    None when undecided."""
+    from .variables.containers import DictVariable
+    from .variables.dict_objects import InstanceDictVariable
+
+    if isinstance(left, InstanceDictVariable) and isinstance(right, InstanceDictVariable):
+        return left.owner is right.owner
+    containers = (BaseSequenceVariable, DictVariable)
+    if not (isinstance(left, containers) or isinstance(right, containers)):
+        return None
+    if _reaches_outside(left) and _reaches_outside(right):
+        return None  # two values from outside the frame that the tracker does not know
+    return False
+
+
+def _both_containers(left: VariableTracker, right: VariableTracker) -> bool:
+    """Two lists, tuples or dicts: their constant values are new objects each time they
+    are asked for, so ``is`` between those says nothing."""
+    from .variables.containers import DictVariable
+
+    containers = (BaseSequenceVariable, DictVariable)
+    return isinstance(left, containers) and isinstance(right, containers)
+
+
+def _reaches_outside(value: VariableTracker) -> bool:
+    return getattr(value, "source", None) is not None
+
+
+def _outside_identity(tx, left: VariableTracker, right: VariableTracker) -> bool | None:
+    """``left is right`` for two containers or objects from before the frame that the
+    side-effect tracker knows (lists, dicts, user objects): decided on the real objects,
+    and the answer guarded (one object through two paths, or distinct objects); None
+    when either is not such a value."""
+    if tx is None or not (_reaches_outside(left) and _reaches_outside(right)):
+        return None
+    left_source, right_source = left.source, right.source
+    assert left_source is not None and right_source is not None
+    side_effects = tx.output.side_effects
+    objects = [side_effects.object_at(left_source), side_effects.object_at(right_source)]
+    if any(obj is None for obj in objects):
+        return None
+    pairs = [(objects[0], left_source), (objects[1], right_source)]
+    if objects[0] is objects[1]:
+        side_effects.settle_identity(pairs, f"{left_source.name()} is {right_source.name()}: "
+                                            "one object through two paths", relate_one=True)
+        return True
+    if type(objects[0]) is not type(objects[1]):
+        return False  # both types are guarded
+    side_effects.require_distinct(pairs, f"{left_source.name()} is not {right_source.name()}")
+    return False
 
 
 def _rely_on_tensor_identity(tx, left: TensorVariable, right: TensorVariable) -> None:

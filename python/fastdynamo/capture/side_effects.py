@@ -223,17 +223,39 @@ class SideEffects:
                                        "cannot check that they are different objects (side effect)",
                      relate=lambda: self._relate_kind(mutated.kind))
 
-    def settle_identity(self, objects: list[tuple[Any, Source]], reason: str) -> None:
+    def settle_identity(self, objects: list[tuple[Any, Source]], reason: str, relate_one: bool = False) -> None:
         """The trace decided ``a is b`` for objects read through these sources (one
         object, or several): each is pinned as :meth:`_settle` does, or Unsupported
-        (identity between short-lived sources is not related by guards here)."""
+        (identity between short-lived sources is not related by guards here), except
+        that with ``relate_one`` one object reached through several short-lived paths
+        is related by a ``same_object`` guard."""
+        for obj, source in objects:
+            self.track(obj, source)
+        entries = list({id(entry): entry for entry in (self._by_source[source] for _, source in objects)}.values())
+
+        def relate() -> None:
+            if not (relate_one and len(entries) == 1):
+                raise unsupported(reason)
+            self._related_entries.setdefault(id(entries[0].obj), entries[0])
+        self._settle(entries, reason, relate=relate)
+
+    def require_distinct(self, objects: list[tuple[Any, Source]], reason: str) -> None:
+        """The trace relied on these objects (of one type, each with the source that
+        reached it) being different objects: guarded, pinned or related as
+        :meth:`_settle` decides."""
         for obj, source in objects:
             self.track(obj, source)
         entries = {id(entry): entry for entry in (self._by_source[source] for _, source in objects)}
-
-        def cannot_relate() -> None:
+        kind = next(iter(entries.values())).kind
+        if any(entry.kind != kind for entry in entries.values()):
             raise unsupported(reason)
-        self._settle(list(entries.values()), reason, relate=cannot_relate)
+        self._settle(list(entries.values()), reason, relate=lambda: self._relate_kind(kind))
+
+    def object_at(self, source: Source | None) -> Any:
+        """The object from before the frame that the trace reached through ``source``,
+        or None."""
+        entry = self._by_source.get(source) if source is not None else None
+        return entry.obj if entry is not None else None
 
     def _relate_kind(self, kind: Any) -> None:
         if kind not in self._distinct_kinds:
@@ -305,6 +327,11 @@ class SideEffects:
         """The pending value of ``obj.name``, or None when the frame has not stored it."""
         store = self._stores.get(("attr", id(obj), name))
         return store.value if store is not None else None
+
+    def pending_attrs(self, obj: Any) -> list[tuple[str, VariableTracker]]:
+        """The frame's pending attribute stores on ``obj``, in the order first made."""
+        return [(store.name, store.value) for key, store in self._stores.items()
+                if key[0] == "attr" and key[1] == id(obj)]
 
     # -- globals (of the compiled frame) ----------------------------------------------
     def store_global(self, name: str, value: VariableTracker, where: Where | None = None) -> None:

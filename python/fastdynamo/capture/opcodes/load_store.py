@@ -180,6 +180,9 @@ class LoadStoreOpcodes:
         obj = self.pop()
         obj.store_attr(self, inst.argval, self.pop())
 
+    def DELETE_ATTR(self, inst):
+        self.pop().delete_attr(self, inst.argval)
+
     def LOAD_ASSERTION_ERROR(self, inst):
         from ..variables.misc import ClassVariable
 

@@ -124,8 +124,9 @@ def class_attribute(tx, owner: VariableTracker, cls: type, name: str, attr: Any,
                                   ClassVariable(cls, cls_source))
     if hasattr(type(attr), "__get__"):
         from .dict_objects import builtin_method
+        from .special_calls import object_method
 
-        bound = builtin_method(owner, name, attr)
+        bound = builtin_method(owner, name, attr) or object_method(owner, name, attr)
         if bound is not None:
             return bound
         raise unsupported(f"attribute {cls.__qualname__}.{name} of kind {type(attr).__name__}")
@@ -221,6 +222,11 @@ def generic_getattr(tx, owner: VariableTracker, cls: type, name: str, own,
                 return found
         if name == "__dict__" and is_instance_dict_descriptor(attr):
             from .custom_lookup import InstanceDictView
+            from .user_objects import frame_made_instance_dict
+
+            made = frame_made_instance_dict(owner)
+            if made is not None:
+                return made
 
             return InstanceDictView(owner, instance_attr_source(instance_source, cls, name))
         raise unsupported(f"attribute {cls.__qualname__}.{name} of kind {type(attr).__name__}")

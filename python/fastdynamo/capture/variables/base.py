@@ -46,6 +46,10 @@ class VariableTracker:
         """``self.name = value`` (recorded as a side effect where that is modelled)."""
         raise unsupported(f"assignment to attribute {name!r} of {self.describe()} (side effect)")
 
+    def delete_attr(self, tx: InstructionTranslator, name: str) -> None:
+        raise unsupported(f"del {self.describe()}.{name}: deleting an attribute of this value is not "
+                          "modelled (side effect)")
+
     def call_function(self, tx: InstructionTranslator, args: list[VariableTracker],
                       kwargs: dict[str, VariableTracker]) -> VariableTracker:
         raise unsupported(f"calling {self.describe()}")

@@ -12,6 +12,7 @@ call is unsupported.
 from __future__ import annotations
 
 import builtins
+import copy
 import functools
 import inspect
 import itertools
@@ -159,6 +160,21 @@ def _setattr(tx, obj, name, value):
     if not name.is_python_constant() or type(name.as_python_constant()) is not str:
         raise unsupported("setattr() with a name that is not a constant string")
     obj.store_attr(tx, name.as_python_constant(), value)
+    return ConstantVariable(None)
+
+
+@handles(vars)
+def _vars(tx, *args):
+    if len(args) != 1:
+        raise unsupported("vars() without an argument (the frame's locals)")
+    return args[0].var_getattr(tx, "__dict__")
+
+
+@handles(delattr)
+def _delattr(tx, obj, name):
+    if not name.is_python_constant() or type(name.as_python_constant()) is not str:
+        raise unsupported("delattr() with a name that is not a constant string")
+    obj.delete_attr(tx, name.as_python_constant())
     return ConstantVariable(None)
 
 
@@ -375,6 +391,15 @@ def _weakref(tx, *args, **kwargs):
     from .user_objects import make_weakref
 
     return make_weakref(tx, list(args), kwargs)
+
+
+@handles(copy.deepcopy)
+def _deepcopy(tx, value, memo=None):
+    from .deep_copy import deepcopy_value
+
+    if memo is not None and not (memo.is_python_constant() and memo.as_python_constant() is None):
+        raise unsupported("copy.deepcopy with a memo")
+    return deepcopy_value(tx, value)
 
 
 @handles(inspect.signature)

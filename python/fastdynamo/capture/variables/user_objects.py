@@ -166,8 +166,6 @@ class NewObjectVariable(SpecialMethodCalls, VariableTracker):
         return True
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        if name == "__dict__":
-            raise unsupported(f"__dict__ of a {self.cls.__qualname__} made by the frame")
         return instance_getattr(tx, self, self.cls, name, self.attrs.get, None, self.class_source)
 
     def generic_getattr(self, tx, name: str) -> VariableTracker:
@@ -202,8 +200,46 @@ class NewObjectVariable(SpecialMethodCalls, VariableTracker):
             raise unsupported(f"{self.cls.__qualname__} has no attribute {name!r} to assign (AttributeError)")
         self.attrs[name] = value
 
+    def delete_attr(self, tx, name: str) -> None:
+        """``del obj.name``: the class's Python ``__delattr__`` (inlined), or
+        ``object.__delattr__``: a property's deleter, or the instance dict's entry
+        (``AttributeError`` when absent)."""
+        from .custom_lookup import raise_attribute_error
+        from .functions import UserFunctionVariable
+
+        deleter = type_lookup(self.cls, "__delattr__")
+        if isinstance(deleter, types.FunctionType):
+            source = method_source(None, self.class_source, "__delattr__")
+            if source is not None:
+                tx.output.add_guard(source, id_is(deleter))
+            UserFunctionVariable(deleter, source).call_function(tx, [self, ConstantVariable(name)], {})
+            return
+        if deleter is not object.__dict__["__delattr__"]:
+            raise unsupported(f"del {self.cls.__qualname__}.{name}: __delattr__ of kind {type(deleter).__name__}")
+        target = generic_setattr_target(self.cls, name)
+        if target is not MISSING:
+            raise unsupported(f"del {self.cls.__qualname__}.{name}, a {type(target).__name__}")
+        if name not in self.attrs:
+            raise_attribute_error(self.cls, name)
+        del self.attrs[name]
+
     def describe(self) -> str:
         return f"NewObjectVariable({self.cls.__qualname__})"
+
+
+def frame_made_instance_dict(owner: VariableTracker) -> VariableTracker | None:
+    """``obj.__dict__`` of an object made by the frame whose attributes all live in its
+    instance dict (no ``__slots__``): the dict over its ``attrs``; else None."""
+    from .dict_objects import InstanceDictVariable
+
+    if not isinstance(owner, NewObjectVariable) or has_slots(owner.cls):
+        return None
+    return InstanceDictVariable(owner)
+
+
+def has_slots(cls: type) -> bool:
+    """A class on ``cls``'s MRO declares ``__slots__`` members."""
+    return any(type(attr) is types.MemberDescriptorType for klass in cls.__mro__ for attr in vars(klass).values())
 
 
 def _has_instance_dict(cls: type) -> bool:

@@ -1,0 +1,260 @@
+"""``copy.deepcopy`` of plain data, modelled on the trackers (Hugging Face's configs are
+deep-copied inside ``forward``: T5's decoder cache asks ``config.get_text_config``).
+
+``copy.py`` itself is not traced: its memo is keyed by ``id()`` of objects the frame
+makes, its dispatch table by types, and its user-object path runs C methods
+(``object.__reduce_ex__``). This module walks the same steps ``deepcopy`` takes for the
+values it accepts, and refuses (a graph break) everything else:
+
+- atoms (``copy._deepcopy_atomic``: numbers, strings, None, classes, functions, and
+  ``torch.dtype``, whose reduction is a name) are themselves; symbolic numbers too;
+- tuples, lists and dicts are rebuilt item by item (a dict in its key order, which is
+  then guarded);
+- an instance of a plain user class (Python classes only, no ``__slots__``, ``object``'s
+  ``__new__``, ``__reduce_ex__``, ``__reduce__`` and ``__getstate__``, no
+  ``__deepcopy__`` or ``__setstate__``) becomes a new object of the class, made without
+  ``__init__``, whose instance dict is the deep copy of the original's. The lookups
+  ``deepcopy`` makes *through the instance* (``__deepcopy__``, ``__reduce_ex__``,
+  ``__reduce__``, ``__getstate__``; ``__setstate__`` and ``__dict__`` on the copy) run
+  the class's own ``__getattribute__`` when it has one, as in eager, and must find what
+  ``object`` gives;
+- tensors, modules, sets and anything else: unsupported.
+
+The memo is kept as ``deepcopy``'s is: an object reached twice is copied once, so the
+copy shares what the original shared. Objects from outside the frame are keyed by
+identity; the trace's choice (one object, or distinct ones) is guarded through the
+side-effect tracker's relations, so a later call that aliases differently recompiles.
+A class registered in ``copyreg.dispatch_table`` is refused when traced; registering
+one afterwards is not guarded.
+"""
+from __future__ import annotations
+
+import copy
+import copyreg
+import enum
+from typing import Any
+
+import torch
+
+from ...exc import unsupported
+from .attributes import MISSING, instance_attr_source, type_lookup
+from .base import VariableTracker
+from .constant import ConstantVariable
+
+_OBJECT_METHODS = ("__reduce_ex__", "__reduce__", "__getstate__")
+
+
+def deepcopy_value(tx, value: VariableTracker) -> VariableTracker:
+    """``copy.deepcopy(value)`` with a fresh memo."""
+    copier = _DeepCopier(tx)
+    result = copier.copy(value)
+    copier.settle_outside_objects()
+    return result
+
+
+class _DeepCopier:
+    def __init__(self, tx):
+        self.tx = tx
+        self.memo: dict[Any, VariableTracker] = {}
+        self.outside: dict[int, tuple[Any, list]] = {}  # id -> (object, sources reaching it)
+
+    # -- dispatch, in deepcopy's order ------------------------------------------------
+    def copy(self, value: VariableTracker) -> VariableTracker:
+        from .containers import ListVariable, TupleVariable
+        from .dict_objects import InstanceDictVariable
+        from .misc import UserObjectVariable
+        from .user_objects import NewObjectVariable
+
+        if self._is_atom(value):
+            return value
+        key = self._memo_key(value)
+        if key in self.memo:
+            return self.memo[key]
+        if isinstance(value, TupleVariable) and value.python_type() is tuple:
+            items = [self.copy(item) for item in value.items]
+            return self.memo.setdefault(key, TupleVariable(items))
+        if isinstance(value, ListVariable) and type(value) is ListVariable:
+            result = ListVariable([])
+            self.memo[key] = result
+            result.items.extend(self.copy(item) for item in value.items)
+            return result
+        if _is_plain_dict(value) or isinstance(value, InstanceDictVariable):
+            return self._copy_dict(key, value)
+        if isinstance(value, (UserObjectVariable, NewObjectVariable)):
+            return self._copy_object(key, value)
+        raise unsupported(f"copy.deepcopy of {value.describe()}")
+
+    @staticmethod
+    def _is_atom(value: VariableTracker) -> bool:
+        from .functions import UserFunctionVariable
+        from .misc import ClassVariable
+        from .tensor import TensorVariable
+
+        if isinstance(value, ConstantVariable):
+            return _atomic_constant(value.as_python_constant())
+        if isinstance(value, (UserFunctionVariable, ClassVariable)):
+            return True  # functions and classes: copy._deepcopy_atomic
+        if isinstance(value, TensorVariable):
+            return False
+        return value.python_type() in (int, float, bool)  # a symbolic number
+
+    def _memo_key(self, value: VariableTracker) -> Any:
+        """What ``id(x)`` is in deepcopy's memo: the real object for a value from outside
+        the frame (recorded with the source that reached it), else the tracker (for an
+        instance dict, the object's attribute storage)."""
+        from .dict_objects import InstanceDictVariable
+        from .misc import UserObjectVariable
+
+        if isinstance(value, InstanceDictVariable):
+            return ("dict of", id(value.items))
+        outside = value.value if isinstance(value, UserObjectVariable) else \
+            self.tx.output.side_effects.object_at(value.source) if getattr(value, "source", None) else None
+        if outside is None:
+            return ("frame", id(value))
+        sources = self.outside.setdefault(id(outside), (outside, []))[1]
+        if value.source not in sources:
+            sources.append(value.source)
+        return ("outside", id(outside))
+
+    def settle_outside_objects(self) -> None:
+        """The copy's sharing follows the originals': an object reached through two paths
+        stays one object, and originals of one type stay distinct (guarded)."""
+        side_effects = self.tx.output.side_effects
+        by_type: dict[type, list] = {}
+        for obj, sources in self.outside.values():
+            if len(sources) > 1:
+                side_effects.settle_identity([(obj, s) for s in sources],
+                                             "copy.deepcopy of an object reached through two paths", relate_one=True)
+            by_type.setdefault(type(obj), []).append((obj, sources[0]))
+        for objects in by_type.values():
+            if len(objects) > 1:
+                side_effects.require_distinct(objects, "copy.deepcopy of several objects of one type")
+
+    # -- containers and objects -------------------------------------------------------
+    def _copy_dict(self, key: Any, value) -> VariableTracker:
+        from .containers import DictVariable
+
+        value.uses_order("copy.deepcopy keeps the key order")
+        result = DictVariable({})
+        self.memo[key] = result
+        for item_key, item in list(value.items.items()):
+            result.items[item_key] = self.copy(item)  # keys are constants: atoms
+        return result
+
+    def _copy_object(self, key: Any, original: VariableTracker) -> VariableTracker:
+        from .user_objects import NewObjectVariable
+
+        cls = original.python_type()
+        _check_plain_class(cls)
+        self._check_lookups(original, cls)
+        class_source = getattr(original, "class_source", None)
+        instance_source = getattr(original, "source", None)
+        if class_source is None and instance_source is not None:
+            from ...guards.sources import TypeSource
+
+            class_source = TypeSource(instance_source)
+        result = NewObjectVariable(cls, class_source)
+        self.memo[key] = result
+        state = self._state(original)
+        if _lookup(self.tx, result, "__setstate__") is not None:
+            raise unsupported(f"copy.deepcopy of a {cls.__qualname__}: the copy has __setstate__")
+        target = _lookup(self.tx, result, "__dict__")
+        from .dict_objects import InstanceDictVariable
+
+        if not (isinstance(target, InstanceDictVariable) and target.owner is result):
+            raise unsupported(f"copy.deepcopy of a {cls.__qualname__}: its __dict__ is not the instance dict")
+        copied = self._copy_dict(("state of", id(original)), state) if state is not None else None
+        if copied is not None:
+            result.attrs.update(copied.items)  # type: ignore[attr-defined]
+        return result
+
+    def _check_lookups(self, original: VariableTracker, cls: type) -> None:
+        """What deepcopy and ``object.__reduce_ex__`` look up through the instance."""
+        from .special_calls import ObjectMethodVariable
+
+        if _lookup(self.tx, original, "__deepcopy__") is not None:
+            raise unsupported(f"copy.deepcopy of a {cls.__qualname__}, which has __deepcopy__")
+        for name in _OBJECT_METHODS:
+            found = _lookup(self.tx, original, name)
+            if not (isinstance(found, ObjectMethodVariable) and found.owner is original and found.name == name):
+                raise unsupported(f"copy.deepcopy of a {cls.__qualname__}: its {name} is not object's")
+
+    def _state(self, original: VariableTracker):
+        """``object.__getstate__``'s answer: the instance dict (None when empty)."""
+        from .dict_objects import InstanceDictVariable
+        from .misc import UserObjectVariable
+
+        if not isinstance(original, UserObjectVariable):
+            state = InstanceDictVariable(original)  # type: ignore[arg-type]
+            return state if state.items else None
+        return self._outside_state(original)
+
+    def _outside_state(self, original) -> VariableTracker | None:
+        from ..builder import wrap_value
+        from .containers import DictVariable
+
+        obj, cls = original.value, type(original.value)
+        instance_dict = object.__getattribute__(obj, "__dict__")
+        if type(instance_dict) is not dict or not all(type(k) is str for k in instance_dict):
+            raise unsupported(f"copy.deepcopy of a {cls.__qualname__} whose __dict__ is not a plain dict")
+        dict_source = instance_attr_source(original.source, cls, "__dict__")
+        wrapped = wrap_value(self.tx, instance_dict, dict_source)
+        if not isinstance(wrapped, DictVariable):
+            raise unsupported(f"copy.deepcopy of a {cls.__qualname__}: its __dict__ as {wrapped.describe()}")
+        wrapped.uses_order("copy.deepcopy keeps the attribute order")
+        items = dict(wrapped.items)
+        for name, pending in self.tx.output.side_effects.pending_attrs(obj):
+            items[name] = pending  # a store of the trace (new names go last, as in the dict)
+        if not items:
+            return None
+        state = DictVariable(items)
+        return state
+
+
+def _is_plain_dict(value: VariableTracker) -> bool:
+    from .containers import DictVariable
+
+    return type(value) is DictVariable
+
+
+def _atomic_constant(value: Any) -> bool:
+    """A constant ``deepcopy`` returns as itself."""
+    if copy._deepcopy_dispatch.get(type(value)) is copy._deepcopy_atomic:  # type: ignore[attr-defined]
+        return True
+    if type(value) is tuple:
+        return all(_atomic_constant(item) for item in value)  # _deepcopy_tuple keeps it
+    if isinstance(value, torch.dtype):
+        return True  # its __reduce__ is its name: deepcopy keeps the object
+    if isinstance(value, enum.Enum):
+        return type_lookup(type(value), "__deepcopy__") is enum.Enum.__dict__.get("__deepcopy__")
+    return False
+
+
+def _check_plain_class(cls: type) -> None:
+    """The classes whose deepcopy is ``__reduce_ex__(4)``'s default: ``object.__new__``
+    then the instance dict (see the module docstring)."""
+    from .user_objects import has_slots, is_heap_type
+
+    why = None
+    if any(klass is not object and not is_heap_type(klass) for klass in cls.__mro__):
+        why = "it subclasses a built-in type"
+    elif cls in copyreg.dispatch_table:
+        why = "copyreg.dispatch_table has a reducer for it"
+    elif has_slots(cls):
+        why = "it has __slots__"
+    elif type_lookup(cls, "__new__") is not object.__new__:
+        why = "it defines __new__"
+    elif type_lookup(cls, "__getnewargs_ex__") is not MISSING or type_lookup(cls, "__getnewargs__") is not MISSING:
+        why = "it defines __getnewargs__"
+    elif type(cls) is not type:
+        why = f"its metaclass is {type(cls).__qualname__}"
+    if why is not None:
+        raise unsupported(f"copy.deepcopy of a {cls.__qualname__}: {why}")
+
+
+def _lookup(tx, obj: VariableTracker, name: str) -> VariableTracker | None:
+    """``getattr(obj, name, None)`` as the translator models it (the class's own
+    ``__getattribute__`` runs); None when absent."""
+    from .custom_lookup import lookup_or_missing
+
+    return lookup_or_missing(tx, obj, name)
