@@ -232,7 +232,34 @@ def bench_guards(n, repeats):
     assert guard_set.check(frame)
     per_tensor = min(guard_set.time_check(frame, n) / n / count for _ in range(repeats))
     print(f"tensor guard: {per_tensor:.1f} ns per tensor ({count} tensors, 2-d)")
+    bench_entry_guards(max(n // 10, 200), repeats * 20)
     return per_tensor
+
+
+def entry_guards(dynamic, args):
+    """The guards of relu_add's entry compiled with ``dynamic=``."""
+    from fastdynamo.convert_frame import Recorder
+
+    fastdynamo.reset()
+    recorder = Recorder()
+    fastdynamo.compile(relu_add, backend="eager", dynamic=dynamic, _recorder=recorder)(*args)
+    guards = recorder.captures[-1].result.guards
+    fastdynamo.reset()
+    return g.compile_guards(guards)
+
+
+def bench_entry_guards(n, repeats):
+    """Every guard of relu_add's entry, static and dynamic (its shape guards: two size
+    loads, the equality and the bounds), best of many short runs."""
+    args = [torch.randn(8), torch.randn(8)]
+    frame = N.Frame(relu_add.__code__, args, globals())
+    times = {}
+    for label, dynamic in (("static", None), ("dynamic", True)):
+        guard_set = entry_guards(dynamic, args)
+        assert guard_set.check(frame)
+        times[label] = min(guard_set.time_check(frame, n) / n for _ in range(repeats))
+    print(f"relu(x + y) entry: {times['static']:.1f} ns static, {times['dynamic']:.1f} ns dynamic "
+          f"(shape guards +{times['dynamic'] - times['static']:.1f} ns)")
 
 
 def relu_add(x, y):

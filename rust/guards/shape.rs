@@ -10,7 +10,7 @@
 //! already checked each tensor's type, dtype, device and ndim.
 
 use super::check::short_repr;
-use super::shape_expr::{CmpOp, Expr};
+use super::shape_expr::{CmpOp, Expr, Test};
 use super::source::{bad, parse_source, Accessor};
 use super::tensor_layout::tensor_layout;
 use crate::errors::Error;
@@ -38,7 +38,7 @@ struct Load {
 
 pub struct ShapeGuards {
     loads: Vec<Load>,
-    exprs: Vec<Expr>,
+    tests: Vec<Test>,
     texts: Vec<String>,
 }
 
@@ -82,7 +82,7 @@ impl ShapeGuards {
         }
         Ok(ShapeGuards {
             loads,
-            exprs,
+            tests: exprs.into_iter().map(Test::new).collect(),
             texts,
         })
     }
@@ -107,7 +107,7 @@ impl ShapeGuards {
             };
             *slot = v;
         }
-        match self.exprs.iter().position(|e| !e.holds(values)) {
+        match self.tests.iter().position(|t| !t.holds(values)) {
             None => true,
             Some(failed) => {
                 if let Some(reason) = reason {
@@ -145,11 +145,20 @@ impl Load {
     }
 
     fn read(&self, input: &GuardInput<'_, '_>) -> Option<i64> {
+        if let [Accessor::Local(index)] = self.steps.as_slice() {
+            // a frame argument (most loads): borrowed in place, no reference taken
+            let value = input.local(*index)?;
+            return self.read_from(&value);
+        }
         let (root, rest) = self.steps.split_first()?;
         let mut value = root.read_root(input)?;
         for step in rest {
             value = step.read_child(&value)?;
         }
+        self.read_from(&value)
+    }
+
+    fn read_from(&self, value: &Bound<'_, PyAny>) -> Option<i64> {
         if self.kind == LoadKind::Value {
             return value
                 .cast_exact::<pyo3::types::PyInt>()
@@ -157,14 +166,14 @@ impl Load {
                 .extract()
                 .ok();
         }
-        self.fast_read(&value).or_else(|| self.slow_read(&value))
+        self.fast_read(value).or_else(|| self.slow_read(value))
     }
 
     /// In place, for the exact type the tree's tensor check accepted (so the impl layout
     /// calibrated for it applies), inline dims only.
     fn fast_read(&self, value: &Bound<'_, PyAny>) -> Option<i64> {
         let py = value.py();
-        if value.get_type().as_ptr() != self.tensor_type.as_ptr() {
+        if value.get_type_ptr() != self.tensor_type.as_ptr().cast() {
             return None;
         }
         let layout = tensor_layout(py)?;

@@ -49,6 +49,7 @@ impl CmpOp {
         })
     }
 
+    #[inline]
     fn holds(self, a: i64, b: i64) -> bool {
         match self {
             CmpOp::Eq => a == b,
@@ -102,6 +103,62 @@ impl Expr {
     /// True when the expression evaluates to a non-zero value.
     pub fn holds(&self, vars: &[i64]) -> bool {
         self.eval(vars).is_some_and(|v| v != 0)
+    }
+}
+
+/// An expression in the form it is evaluated: shape guards are nearly all one comparison
+/// of a size with a constant or another size (`s0 >= 2`, `x.size()[0] == y.size()[0]`),
+/// which skip the recursive walk (a third of a dynamic entry's guard time before).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Test {
+    Compare(CmpOp, Operand, Operand),
+    Other(Expr),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Operand {
+    Var(usize),
+    Const(i64),
+}
+
+impl Operand {
+    fn of(expr: &Expr) -> Option<Operand> {
+        match expr {
+            Expr::Var(i) => Some(Operand::Var(*i)),
+            Expr::Const(c) => Some(Operand::Const(*c)),
+            _ => None,
+        }
+    }
+
+    #[inline]
+    fn value(self, vars: &[i64]) -> Option<i64> {
+        match self {
+            Operand::Var(i) => vars.get(i).copied(),
+            Operand::Const(c) => Some(c),
+        }
+    }
+}
+
+impl Test {
+    pub fn new(expr: Expr) -> Test {
+        if let Expr::Cmp(op, a, b) = &expr {
+            if let (Some(a), Some(b)) = (Operand::of(a), Operand::of(b)) {
+                return Test::Compare(*op, a, b);
+            }
+        }
+        Test::Other(expr)
+    }
+
+    /// The same answer as `Expr::holds` on the expression it was made from.
+    #[inline]
+    pub fn holds(&self, vars: &[i64]) -> bool {
+        match self {
+            Test::Compare(op, a, b) => match (a.value(vars), b.value(vars)) {
+                (Some(a), Some(b)) => op.holds(a, b),
+                _ => false,
+            },
+            Test::Other(expr) => expr.holds(vars),
+        }
     }
 }
 
@@ -204,6 +261,25 @@ mod tests {
         assert!(Expr::Cmp(CmpOp::Ne, var(0), c(3)).holds(&[4]));
         assert!(Expr::Cmp(CmpOp::Gt, var(0), var(1)).holds(&[4, 3]));
         assert!(!Expr::Cmp(CmpOp::Lt, var(0), var(1)).holds(&[4, 3]));
+    }
+
+    #[test]
+    fn tests_agree_with_expressions() {
+        let exprs = [
+            Expr::Cmp(CmpOp::Ge, var(0), c(2)),
+            Expr::Cmp(CmpOp::Eq, var(0), var(1)),
+            Expr::Cmp(CmpOp::Lt, c(3), var(1)),
+            Expr::Cmp(CmpOp::Ne, var(5), c(3)), // out of range: no value, fails
+            Expr::Cmp(CmpOp::Eq, Box::new(Expr::Mod(var(0), c(8))), c(0)),
+            Expr::Var(1),
+        ];
+        let fast = exprs.iter().filter(|e| matches!(Test::new((*e).clone()), Test::Compare(..)));
+        assert_eq!(fast.count(), 4);
+        for vars in [[0, 0], [2, 2], [8, 3], [3, 8], [16, 16], [-1, 4]] {
+            for expr in &exprs {
+                assert_eq!(Test::new(expr.clone()).holds(&vars), expr.holds(&vars), "{expr:?} on {vars:?}");
+            }
+        }
     }
 
     #[test]

@@ -25,8 +25,8 @@ def test_size_concatenation_is_a_size_in_one_graph():
         got, want = fn(x), size_arithmetic(x)
         assert_same(got, want)
         assert [type(v) for v in got] == [type(v) for v in want]
-    # no break (Size.__add__ broke before); the sliced Size passed to view() is still
-    # specialised, so each size compiles its own whole graph (gap in the closing note of #13)
-    assert not rec.breaks and 1 <= len(rec.captures) <= 3
+    # no break (Size.__add__ broke before), and the sliced Size passed to view() stays
+    # symbolic: one graph serves every size (test_size_slices.py has the automatic path)
+    assert not rec.breaks and len(rec.captures) == 1
     report = fastdynamo.explain(size_arithmetic, backend="eager", dynamic=True)(torch.randn(3, 4))
     assert (report.graph_count, report.graph_break_count) == (1, 0)

@@ -23,6 +23,7 @@ from .variables.containers import (
     ListVariable,
     SetVariable,
     TupleVariable,
+    holds_symbols,
 )
 from .variables.symbolic import SymbolicValue, size_variable, symbolic_op
 from .variables.tensor import TensorVariable
@@ -52,7 +53,11 @@ _INPLACE_SET_METHODS = {operator.ior: "update", operator.iand: "intersection_upd
 def _is_sequence(var: VariableTracker) -> bool:
     if isinstance(var, BaseSequenceVariable):
         return True
-    return isinstance(var, ConstantVariable) and type(var.value) in (tuple, list)
+    return isinstance(var, ConstantVariable) and type(var.value) in (tuple, list, torch.Size)
+
+
+def _is_list(var: VariableTracker) -> bool:
+    return var.python_type() is list
 
 
 def _sequence_items(var: VariableTracker) -> list[VariableTracker]:
@@ -86,6 +91,9 @@ def binary_op(tx, op: Callable, left: VariableTracker, right: VariableTracker) -
             raise unsupported(f"{op.__name__} on constants raised {type(err).__name__}: {err}") from err
     plain = _INPLACE_TO_PLAIN.get(op, op)
     if plain is operator.add and _is_sequence(left) and _is_sequence(right):
+        if _is_list(left) != _is_list(right) and not (op is operator.iadd and _is_list(left)):  # += extends
+            raise unsupported(f"{op.__name__}({left.describe()}, {right.describe()}): a list and a tuple "
+                              "(TypeError in Python)")
         items = _sequence_items(left) + _sequence_items(right)
         if op is operator.iadd and isinstance(left, ListVariable):
             left.check_mutable(tx)
@@ -104,7 +112,7 @@ def binary_op(tx, op: Callable, left: VariableTracker, right: VariableTracker) -
 
 def _holds_symbols(value: VariableTracker) -> bool:
     """A tuple with symbolic sizes in it: folding it as a constant would specialise them."""
-    return isinstance(value, BaseSequenceVariable) and any(isinstance(item, SymbolicValue) for item in value.items)
+    return isinstance(value, BaseSequenceVariable) and holds_symbols(value)
 
 
 def _sequence_like(items: list, left: VariableTracker, *others: VariableTracker) -> VariableTracker:
@@ -152,7 +160,8 @@ def compare_op(tx, op: Callable, left: VariableTracker, right: VariableTracker) 
     symbolic = symbolic_op(op, [left, right])
     if symbolic is not None:
         return symbolic
-    if left.is_python_constant() and right.is_python_constant() and not _values_view(left, right):
+    if left.is_python_constant() and right.is_python_constant() and not _values_view(left, right) \
+            and not (_holds_symbols(left) or _holds_symbols(right)):
         return ConstantVariable(op(left.as_python_constant(), right.as_python_constant()))
     if _is_sequence(left) and _is_sequence(right):
         return compare_sequences(tx, op, left, right)
@@ -174,8 +183,10 @@ def _values_view(*values: VariableTracker) -> bool:
 def rich_compare_bool(tx, left: VariableTracker, right: VariableTracker) -> bool:
     """CPython's ``PyObject_RichCompareBool(left, right, Py_EQ)``: identity first (a
     tensor equals itself without ``__eq__``), then ``bool(left == right)``; a tensor
-    compared by value is data-dependent."""
-    if _identical(left, right, tx):
+    compared by value is data-dependent. Sizes skip the identity test: for numbers it
+    never changes the answer, and asking it would specialise them."""
+    symbolic = isinstance(left, SymbolicValue) or isinstance(right, SymbolicValue)
+    if not symbolic and _identical(left, right, tx):
         return True
     result = compare_op(tx, operator.eq, left, right)
     if isinstance(result, TensorVariable):

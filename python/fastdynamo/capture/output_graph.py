@@ -15,6 +15,7 @@ tensor data (``nonzero``, ``bool(t)``) fail under FakeTensorMode and become
 """
 from __future__ import annotations
 
+import contextlib
 import operator
 import re
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from typing import Any, Callable
 
 import torch
 import torch.fx
+from torch._dispatch.python import enable_python_dispatcher
 from torch._subclasses.fake_tensor import (
     DataDependentOutputException,
     DynamicOutputShapeException,
@@ -193,7 +195,7 @@ class OutputGraph:
         check_fake_arguments(name, fake_args[1:] if kind == "call_method" else fake_args, fake_kwargs,
                              target=None if kind == "call_method" else target)
         try:
-            with self.fake_mode, _AtenEffects(self):
+            with self.fake_mode, _AtenEffects(self), self._symbolic_kernels():
                 if kind == "call_method":
                     result = getattr(fake_args[0], target)(*fake_args[1:], **fake_kwargs)
                 else:
@@ -220,6 +222,12 @@ class OutputGraph:
         if not node.users and not _contains_tensor(result) and not node.meta.get("inplace"):
             self.graph.erase_node(node)  # a metadata query: keep the constant, drop the node
         return wrapped
+
+    def _symbolic_kernels(self) -> Any:
+        """With symbolic sizes, composite ops run their Python kernels (``py_impl``):
+        the C++ ones of some (``torch.lstm``) call ``numel()``, which symbolic sizes
+        refuse. Static traces keep the C++ kernels (faster)."""
+        return enable_python_dispatcher() if self.shapes is not None else contextlib.nullcontext()
 
     def wrap_result(self, node: torch.fx.Node, value: Any):
         """Wrap a FakeTensor-run result: tensors become TensorVariables, tuples are split

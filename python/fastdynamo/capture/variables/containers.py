@@ -19,6 +19,7 @@ from typing import Any
 from ...exc import unsupported
 from .base import MethodCallVariable, VariableTracker
 from .constant import ConstantVariable
+from .symbolic import SymbolicSlice, SymbolicValue
 
 
 def method_of(container: VariableTracker, name: str) -> VariableTracker:
@@ -30,6 +31,13 @@ def method_of(container: VariableTracker, name: str) -> VariableTracker:
     return MethodCallVariable(container, name)
 
 
+def holds_symbols(value: VariableTracker) -> bool:
+    """A symbolic size, or a tuple/list with one inside (at any depth)."""
+    if isinstance(value, (SymbolicValue, SymbolicSlice)):
+        return True
+    return isinstance(value, BaseSequenceVariable) and any(holds_symbols(item) for item in value.items)
+
+
 class BaseSequenceVariable(VariableTracker):
     """Shared behaviour of tuples and lists."""
 
@@ -39,6 +47,13 @@ class BaseSequenceVariable(VariableTracker):
 
     def unpack_var_sequence(self, tx) -> list[VariableTracker]:
         return list(self.items)
+
+    def is_python_constant(self) -> bool:
+        # Asking must not specialise: the default builds the constant, which turns every
+        # symbolic size inside into a guard (``s[:-1] + (n,)`` then fixed the sizes).
+        if holds_symbols(self):
+            return all(item.is_python_constant() for item in self.items)
+        return super().is_python_constant()
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
         return method_of(self, name)
