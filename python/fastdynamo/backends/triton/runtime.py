@@ -1,7 +1,8 @@
 """What generated wrappers call at run time: kernel launchers and layout fix-ups.
 
-A :class:`KernelLauncher` holds one kernel, its static sizes and the candidate launch
-configurations. In Triton's interpreter (or with one candidate) it uses the first; on a
+A :class:`KernelLauncher` holds one kernel, its static sizes (or, for a kernel whose
+sizes are launch arguments, the number of rows of the call: the grid follows it) and
+the candidate launch configurations. In Triton's interpreter (or with one candidate) it uses the first; on a
 GPU it times each candidate once on the first call and keeps the fastest for the
 process. This module imports nothing from fastdynamo's native runtime.
 
@@ -59,7 +60,7 @@ _INTERPRETER_LAUNCH = threading.RLock()
 class KernelLauncher:
     """Launch one generated kernel with a chosen configuration (see module docstring)."""
 
-    def __init__(self, kernel, template: str, xnumel: int, rnumel: int, configs: list):
+    def __init__(self, kernel, template: str, xnumel: int | None, rnumel: int | None, configs: list):
         self.kernel = kernel
         self.template = template
         self.xnumel = xnumel
@@ -67,22 +68,24 @@ class KernelLauncher:
         self.configs = list(configs)
         self.chosen: dict | None = self.configs[0] if len(self.configs) == 1 else None
 
-    def grid(self, config: dict) -> tuple:
-        return ((self.xnumel + config["XBLOCK"] - 1) // config["XBLOCK"],)
+    def grid(self, config: dict, xnumel: int | None = None) -> tuple:
+        rows = self.xnumel if xnumel is None else xnumel
+        return ((rows + config["XBLOCK"] - 1) // config["XBLOCK"],)
 
-    def launch(self, config: dict, args: tuple) -> None:
+    def launch(self, config: dict, args: tuple, xnumel: int | None = None) -> None:
         if interpreter_enabled():
             with _INTERPRETER_LAUNCH:
-                self.kernel[self.grid(config)](*args, **config)
+                self.kernel[self.grid(config, xnumel)](*args, **config)
         else:
-            self.kernel[self.grid(config)](*args, **config)
+            self.kernel[self.grid(config, xnumel)](*args, **config)
 
-    def __call__(self, *args) -> None:
+    def __call__(self, *args, xnumel: int | None = None) -> None:
+        """Launch on ``args``; ``xnumel`` is this call's row count when sizes are arguments."""
         if self.chosen is None:
-            self.chosen = self._choose(args)
-        self.launch(self.chosen, args)
+            self.chosen = self._choose(args, xnumel)
+        self.launch(self.chosen, args, xnumel)
 
-    def _choose(self, args: tuple) -> dict:
+    def _choose(self, args: tuple, xnumel: int | None) -> dict:
         on_gpu = any(isinstance(a, torch.Tensor) and a.is_cuda for a in args)
         if not on_gpu or interpreter_enabled():
             return self.configs[0]
@@ -90,12 +93,12 @@ class KernelLauncher:
         # re-running them into the same outputs is harmless.
         timings = []
         for config in self.configs:
-            self.launch(config, args)  # compiles
+            self.launch(config, args, xnumel)  # compiles
             torch.cuda.synchronize()
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
             for _ in range(5):
-                self.launch(config, args)
+                self.launch(config, args, xnumel)
             end.record()
             torch.cuda.synchronize()
             timings.append((start.elapsed_time(end), config))

@@ -126,9 +126,11 @@ def slice_view(value: TensorValue, dim: int, start: int, step: int, out_shape: t
     return value.derive(out_shape, to_self, call)
 
 
-def select(value: TensorValue, dim: int, position: int, call: tuple) -> TensorValue:
+def select(value: TensorValue, dim: int, position, call: tuple) -> TensorValue:
+    """``position`` is an int, or a symbolic one proved in range by the caller."""
     dim = dim % len(value.shape)
-    position = position % value.shape[dim]
+    if isinstance(position, int) and isinstance(value.shape[dim], int):
+        position = position % value.shape[dim]
     shape = value.shape[:dim] + value.shape[dim + 1:]
     return value.derive(shape, lambda index: index[:dim] + (Const(position),) + index[dim:], call)
 
