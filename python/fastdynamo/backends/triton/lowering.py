@@ -127,10 +127,14 @@ class _Lowering:
         return self.signature.size(value)
 
     def shape_of(self, meta: torch.Tensor) -> tuple:
-        return tuple(self.size(s) for s in meta.shape)
+        if self.signature is None:
+            return tuple(self.size(s) for s in meta.shape)
+        return tuple(self.signature.shape_size(s) for s in meta.shape)
 
     def stride_of(self, meta: torch.Tensor) -> tuple:
-        return tuple(self.size(s) for s in meta.stride())
+        if self.signature is None:
+            return tuple(self.size(s) for s in meta.stride())
+        return tuple(self.signature.shape_size(s) for s in meta.stride())
 
     def run(self) -> KernelGraph:
         inputs = 0

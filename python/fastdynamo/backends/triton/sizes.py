@@ -1,13 +1,15 @@
 """Sizes that are ints or symbolic expressions, and the facts the code generator may use.
 
 A graph captured with symbolic sizes reaches the backend with sizes such as ``s0`` or
-``s0 * s1`` (sympy expressions over the symbols :mod:`symbolic` names, ``s0, s1, ...``).
-Everything that does arithmetic on sizes (index expressions, shapes, strides, block
-counts) takes ``Size = int | sympy.Expr`` and asks this module what is *provable for
-every value* the symbols may take. The only fact used is that every symbol is at least
-2 (the ShapeEnv specialises sizes 0 and 1; :mod:`symbolic` refuses a symbol whose range
-starts lower). A question that cannot be proved is answered "no", which only costs a
-simplification, never correctness. Static sizes take the plain-int paths, unchanged.
+``s0 * s1`` (sympy expressions over the symbols :mod:`symbolic` names: ``s0, s1, ...``
+for tensor sizes and strides, ``v0, v1, ...`` for int inputs). Everything that does
+arithmetic on sizes (index expressions, shapes, strides, block counts) takes
+``Size = int | sympy.Expr`` and asks this module what is *provable for every value*
+the symbols may take. The only facts used: a size symbol is at least 2 (the ShapeEnv
+specialises sizes 0 and 1; :mod:`symbolic` refuses a symbol whose range starts lower),
+an int symbol is any integer. A question that cannot be proved is answered "no",
+which only costs a simplification, never correctness. Static sizes take the plain-int
+paths, unchanged.
 
 >>> s0, s1 = size_symbol(0), size_symbol(1)
 >>> provably_le(s1, s0 * s1), provably_le(s0, s1), provably_le(3, 4)
@@ -38,8 +40,18 @@ class SymbolicRefused(Exception):
 
 @functools.lru_cache(maxsize=None)
 def size_symbol(index: int) -> sympy.Symbol:
-    """The canonical symbol ``s<index>`` generated code names a size by."""
+    """The canonical symbol ``s<index>`` generated code names a size by (>= 2)."""
     return sympy.Symbol(f"s{index}", integer=True, positive=True)
+
+
+@functools.lru_cache(maxsize=None)
+def value_symbol(index: int) -> sympy.Symbol:
+    """The canonical symbol ``v<index>`` for an int input (any integer)."""
+    return sympy.Symbol(f"v{index}", integer=True)
+
+
+def is_size_symbol(symbol: sympy.Symbol) -> bool:
+    return bool(symbol.is_positive)
 
 
 def normalise(value: Size) -> Size:
@@ -54,12 +66,13 @@ def is_static(value: object) -> bool:
 
 
 def is_one(value: Size) -> bool:
-    """Whether ``value`` is the constant 1 (a symbolic size never is: symbols are >= 2)."""
+    """Whether ``value`` is the constant 1 (a shape over size symbols is not known to be;
+    shapes never hold int symbols, see :meth:`symbolic.SymbolicSignature.shape_size`)."""
     return isinstance(value, int) and value == 1
 
 
 def at_least_one(value: Size) -> Size:
-    """``max(value, 1)``: a symbolic size is already >= 1 (products of symbols >= 2)."""
+    """``max(value, 1)`` for a dimension size: a symbolic one is already >= 1."""
     return max(value, 1) if isinstance(value, int) else value
 
 
@@ -75,7 +88,7 @@ def _provably_nonnegative(expr: sympy.Expr) -> bool:
     if expr.is_Integer:
         return int(expr) >= 0
     symbols = sorted(expr.free_symbols, key=str)
-    if expr.is_polynomial(*symbols):
+    if all(map(is_size_symbol, symbols)) and expr.is_polynomial(*symbols):
         # With s = t + 2 and t >= 0, a polynomial in t with no negative coefficient is
         # non-negative; plain interval arithmetic loses s0*s1 - s1 >= 0.
         shifted = sympy.expand(expr.xreplace({s: s + SMALLEST_SYMBOLIC_SIZE for s in symbols}))
@@ -90,7 +103,8 @@ def _bounded_below_by_zero(expr: sympy.Expr, symbols: list) -> bool:
     from torch.utils._sympy.numbers import int_oo
     from torch.utils._sympy.value_ranges import ValueRanges, bound_sympy
 
-    ranges = {s: ValueRanges(SMALLEST_SYMBOLIC_SIZE, int_oo) for s in symbols}
+    ranges = {s: ValueRanges(SMALLEST_SYMBOLIC_SIZE, int_oo) if is_size_symbol(s) else ValueRanges(-int_oo, int_oo)
+              for s in symbols}
     try:
         lower = bound_sympy(expr, ranges).lower
     except Exception:  # noqa: BLE001 - an expression the range analysis does not know: unproved

@@ -5,7 +5,8 @@ The capture leaves a FakeTensor with symbolic sizes (or a ``SymInt``) in each
 placeholder's ``meta["val"]``, all from one ``ShapeEnv``. :func:`signature_of` names the
 symbols ``s0, s1, ...`` in order of first appearance over the inputs (the generated
 source and the cache key then do not depend on the capture's symbol names), and records
-where ``call`` reads each one: a size, a stride or the value of an int input. The
+where ``call`` reads each one: a size, a stride or the value of an int input (named
+``v0, v1, ...``: any integer, used as a value, never as a size of a tensor). The
 module generated from the signature serves every call whose inputs
 :meth:`SymbolicSignature.matches`: the same dtypes, devices and aliasing, sizes and
 strides that the expressions give for the bound symbols, each symbol within its range
@@ -71,25 +72,28 @@ class SymbolicSignature:
         self.bindings: dict[sympy.Symbol, Binding] = {}  # by canonical symbol
         self._bind_symbols()
         self.patterns = tuple(self._pattern(value) for value in values)
-        self.ranges = {symbol: self._range(captured) for captured, symbol in self.canonical.items()}
+        self.ranges = {symbol: self._range(captured, symbol) for captured, symbol in self.canonical.items()}
         self.facts = self._facts()
 
     # ---- building -----------------------------------------------------------------------
     def _bind_symbols(self) -> None:
+        # tensors first: an int input that equals a tensor's size is that size
+        for position, value in enumerate(self.values):
+            if isinstance(value, torch.Tensor):
+                for dim, size in enumerate(value.shape):
+                    self._bind(size, Binding("size", position, dim))
+                for dim, stride in enumerate(value.stride()):
+                    self._bind(stride, Binding("stride", position, dim))
+                self._bind(value.storage_offset(), Binding("offset", position))
         for position, value in enumerate(self.values):
             if isinstance(value, torch.SymInt):
                 self._bind(value, Binding("value", position))
-                continue
-            for dim, size in enumerate(value.shape):
-                self._bind(size, Binding("size", position, dim))
-            for dim, stride in enumerate(value.stride()):
-                self._bind(stride, Binding("stride", position, dim))
-            self._bind(value.storage_offset(), Binding("offset", position))
 
     def _bind(self, value: object, binding: Binding) -> None:
         expr = self._raw(value)
         if isinstance(expr, sympy.Symbol) and expr not in self.canonical:
-            symbol = sizes.size_symbol(len(self.canonical))
+            count = sum(1 for b in self.bindings.values() if (b.kind == "value") == (binding.kind == "value"))
+            symbol = sizes.value_symbol(count) if binding.kind == "value" else sizes.size_symbol(count)
             self.canonical[expr] = symbol
             self.bindings[symbol] = binding
 
@@ -97,7 +101,8 @@ class SymbolicSignature:
         if isinstance(value, torch.SymInt):
             value = value.node.expr
         if isinstance(value, sympy.Expr):
-            return sizes.normalise(self.shape_env.replace(value))
+            # replacements and the ShapeEnv's facts (Max(1, s1 - 1) is s1 - 1 as s1 >= 2)
+            return sizes.normalise(self.shape_env.simplify(value))
         if isinstance(value, int) and not isinstance(value, bool):
             return value
         raise SymbolicRefused(f"a {type(value).__name__} where a size was expected")
@@ -112,19 +117,31 @@ class SymbolicSignature:
             raise SymbolicRefused(f"size {expr} depends on {sorted(map(str, unbound))}, which no input gives")
         return sizes.normalise(expr.xreplace(self.canonical))
 
+    def shape_size(self, value: object) -> Size:
+        """A tensor's size or stride: like :meth:`size`, but never over an int input's
+        symbol (which may be 1, 0 or negative; the code generator assumes sizes are not)."""
+        size = self.size(value)
+        if not all(map(sizes.is_size_symbol, sizes.size_symbols(size))):
+            raise SymbolicRefused(f"an int input is a tensor size ({size})")
+        return size
+
     def _pattern(self, value: object) -> TensorPattern | SizePattern:
         if isinstance(value, torch.SymInt):
             return SizePattern(self.size(value))
-        return TensorPattern(tuple(self.size(s) for s in value.shape), tuple(self.size(s) for s in value.stride()),
-                             self.size(value.storage_offset()), value.dtype, value.device)
+        return TensorPattern(tuple(self.shape_size(s) for s in value.shape),
+                             tuple(self.shape_size(s) for s in value.stride()),
+                             self.shape_size(value.storage_offset()), value.dtype, value.device)
 
-    def _range(self, symbol: sympy.Symbol) -> tuple:
-        value_range = self.shape_env.var_to_range.get(symbol)
+    def _range(self, captured: sympy.Symbol, symbol: sympy.Symbol) -> tuple:
+        value_range = self.shape_env.var_to_range.get(captured)
         lower = getattr(value_range, "lower", None)
-        if lower is None or not lower.is_Integer or lower < sizes.SMALLEST_SYMBOLIC_SIZE:
-            raise SymbolicRefused(f"{symbol} may be smaller than {sizes.SMALLEST_SYMBOLIC_SIZE} ({value_range})")
-        upper = value_range.upper  # torch's int_oo is not a sympy Integer
-        return int(lower), (int(upper) if upper.is_Integer else None)
+        upper = getattr(value_range, "upper", None)
+        # torch's int_oo is not a sympy Integer: an unbounded end is None
+        bounds = (int(lower) if lower is not None and lower.is_Integer else None,
+                  int(upper) if upper is not None and upper.is_Integer else None)
+        if sizes.is_size_symbol(symbol) and (bounds[0] is None or bounds[0] < sizes.SMALLEST_SYMBOLIC_SIZE):
+            raise SymbolicRefused(f"{captured} may be smaller than {sizes.SMALLEST_SYMBOLIC_SIZE} ({value_range})")
+        return bounds
 
     def _facts(self) -> tuple:
         """The ShapeEnv's guards over bound symbols, canonical (guards only about
@@ -167,7 +184,7 @@ class SymbolicSignature:
         if values is None:
             return False
         for symbol, (lower, upper) in self.ranges.items():
-            if values[symbol] < lower or (upper is not None and values[symbol] > upper):
+            if (lower is not None and values[symbol] < lower) or (upper is not None and values[symbol] > upper):
                 return False
         if not all(_pattern_holds(pattern, value, values) for pattern, value in zip(self.patterns, inputs, strict=True)):
             return False
