@@ -125,7 +125,7 @@ class SymbolicSignature:
             raise SymbolicRefused(f"an int input is a tensor size ({size})")
         return size
 
-    def _pattern(self, value: object) -> TensorPattern | SizePattern:
+    def _pattern(self, value: torch.Tensor | torch.SymInt) -> TensorPattern | SizePattern:
         if isinstance(value, torch.SymInt):
             return SizePattern(self.size(value))
         return TensorPattern(tuple(self.shape_size(s) for s in value.shape),
@@ -216,7 +216,7 @@ def _read(binding: Binding, value: object) -> int | None:
     if not isinstance(value, torch.Tensor):
         return None
     if binding.kind == "offset":
-        return value.storage_offset()
+        return int(value.storage_offset())
     reads = value.shape if binding.kind == "size" else value.stride()
     return int(reads[binding.dim]) if binding.dim < len(reads) else None
 
