@@ -39,8 +39,9 @@ def test_kernel_sizes_render_only_what_triton_spells():
     assert sizes.render_kernel_size(s0) == "s0"
     assert sizes.render_kernel_size(s0 * s1 - 1) == "((-1) + s0*s1)"
     assert sizes.render_kernel_size(FloorDiv(s0, 2)) == "(s0 // 2)"
-    with pytest.raises(sizes.SymbolicRefused, match="no Triton spelling"):
-        sizes.render_kernel_size(sympy.Max(s0, 3))
+    for unspellable in (sympy.Max(s0, 3), 1 / s0, s0 / 2):
+        with pytest.raises(sizes.SymbolicRefused, match="no Triton spelling"):
+            sizes.render_kernel_size(unspellable)
 
 
 def test_row_major_index_over_symbolic_shape_folds_back_to_the_linear_index():

@@ -61,10 +61,6 @@ def normalise(value: Size) -> Size:
     return value
 
 
-def is_static(value: object) -> bool:
-    return isinstance(value, int)
-
-
 def is_one(value: Size) -> bool:
     """Whether ``value`` is the constant 1 (a shape over size symbols is not known to be;
     shapes never hold int symbols, see :meth:`symbolic.SymbolicSignature.shape_size`)."""
@@ -117,12 +113,13 @@ def exact_quotient(dividend: Size, divisor: Size) -> Size | None:
     if isinstance(dividend, int) and isinstance(divisor, int):
         return dividend // divisor if dividend % divisor == 0 else None
     quotient = sympy.cancel(sympy.sympify(dividend) / sympy.sympify(divisor))
-    numerator, denominator = sympy.fraction(quotient)
-    if denominator != 1 or not quotient.is_polynomial(*quotient.free_symbols):
+    if sympy.fraction(quotient)[1] != 1:
         return None
-    poly = sympy.Poly(quotient, *sorted(quotient.free_symbols, key=str)) if quotient.free_symbols else None
-    if poly is not None and not all(c.is_Integer for c in poly.coeffs()):
-        return None
+    if not quotient.free_symbols:
+        return normalise(quotient) if quotient.is_Integer else None
+    symbols = sorted(quotient.free_symbols, key=str)
+    if not quotient.is_polynomial(*symbols) or not all(c.is_Integer for c in sympy.Poly(quotient, *symbols).coeffs()):
+        return None  # e.g. s0 / 2: not an integer for every s0
     return normalise(quotient)
 
 
@@ -167,7 +164,8 @@ def render_kernel_size(value: Size) -> str:
         from torch.utils._sympy.functions import FloorDiv, PythonMod
 
         for node in sympy.preorder_traversal(value):
-            if not isinstance(node, (*_KERNEL_ATOMS, FloorDiv, PythonMod)):
+            negative_power = isinstance(node, sympy.Pow) and not (node.exp.is_Integer and node.exp > 0)
+            if negative_power or not isinstance(node, (*_KERNEL_ATOMS, FloorDiv, PythonMod)):
                 raise SymbolicRefused(f"size {value} has no Triton spelling")
     return f"({render_size(value)})" if not isinstance(value, int) and not value.is_Symbol else render_size(value)
 
