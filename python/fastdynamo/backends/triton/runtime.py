@@ -19,6 +19,8 @@ import threading
 
 import torch
 
+from .templates import next_power_of_two
+
 logger = logging.getLogger("fastdynamo.backends.triton")
 
 
@@ -72,18 +74,33 @@ class KernelLauncher:
         rows = self.xnumel if xnumel is None else xnumel
         return ((rows + config["XBLOCK"] - 1) // config["XBLOCK"],)
 
-    def launch(self, config: dict, args: tuple, xnumel: int | None = None) -> None:
+    def launch(self, config: dict, args: tuple, xnumel: int | None = None, rnumel: int | None = None) -> None:
         if interpreter_enabled():
+            config = self._fitted(config, xnumel, rnumel)
             with _INTERPRETER_LAUNCH:
                 self.kernel[self.grid(config, xnumel)](*args, **config)
         else:
             self.kernel[self.grid(config, xnumel)](*args, **config)
 
-    def __call__(self, *args, xnumel: int | None = None) -> None:
-        """Launch on ``args``; ``xnumel`` is this call's row count when sizes are arguments."""
+    def _fitted(self, config: dict, xnumel: int | None, rnumel: int | None) -> dict:
+        """In the interpreter, blocks shrink to this call's sizes: a kernel with sizes as
+        arguments was generated with blocks for any size, and there a block larger than
+        the data costs time (a reduction combines element by element in Python) while a
+        new block size costs nothing. On a GPU a new block size is a new compiled binary:
+        one configuration serves every size."""
+        fitted = dict(config)
+        if xnumel is not None:
+            fitted["XBLOCK"] = min(config["XBLOCK"], next_power_of_two(xnumel))
+        if rnumel is not None and self.template == "looped_reduction":
+            fitted["RBLOCK"] = min(config["RBLOCK"], next_power_of_two(rnumel))
+        return fitted
+
+    def __call__(self, *args, xnumel: int | None = None, rnumel: int | None = None) -> None:
+        """Launch on ``args``; ``xnumel``/``rnumel`` are this call's row count and row
+        length when sizes are arguments."""
         if self.chosen is None:
             self.chosen = self._choose(args, xnumel)
-        self.launch(self.chosen, args, xnumel)
+        self.launch(self.chosen, args, xnumel, rnumel)
 
     def _choose(self, args: tuple, xnumel: int | None) -> dict:
         on_gpu = any(isinstance(a, torch.Tensor) and a.is_cuda for a in args)

@@ -86,20 +86,21 @@ def generate_module(schedule: Schedule, attribute_names: list, persistent_max: i
     launchers = []
     body: list[str] = []
     kernel_params: dict = {}
-    launch_rows: dict = {}  # kernel -> its xnumel argument, when sizes are symbolic
+    launch_rows: dict = {}  # kernel -> its xnumel= and rnumel= arguments, where symbolic
     for step in schedule.steps:
         if isinstance(step, KernelGroup):
             kernel = render_kernel(schedule, step, persistent_max)
             parts.append(kernel.source)
             configs = templates.launch_configs(kernel.template, kernel.xnumel, kernel.rnumel,
                                                tuple(config_overrides.get(kernel.template, ())))
-            static = isinstance(kernel.xnumel, int)
             launchers.append(f"{kernel.name}_launcher = _runtime.KernelLauncher("
-                             f"{kernel.name}, {kernel.template!r}, {kernel.xnumel if static else None}, "
+                             f"{kernel.name}, {kernel.template!r}, "
+                             f"{kernel.xnumel if isinstance(kernel.xnumel, int) else None}, "
                              f"{kernel.rnumel if isinstance(kernel.rnumel, int) else None}, {configs!r})")
             kernel_params[step.name] = kernel.params
-            if not static:
-                launch_rows[step.name] = f", xnumel={render_python_value(kernel.xnumel)}"
+            symbolic = {"xnumel": kernel.xnumel, "rnumel": kernel.rnumel}
+            launch_rows[step.name] = "".join(f", {name}={render_python_value(size)}"
+                                             for name, size in symbolic.items() if not isinstance(size, int))
     last_use = _last_uses(schedule, kernel_params)
     outputs = {out.buffer for out in graph.outputs if out.buffer}
     arguments = graph.arguments if graph.arguments is not None else inputs
