@@ -170,6 +170,8 @@ VIEWS = {
     "transpose_reshape": (lambda x: (x.t() + 1).reshape(-1), lambda n: (torch.randn(n, n + 1),)),
     "transposed_input": (lambda x: x * 2 + 1, lambda n: (torch.randn(n + 1, n).t(),)),
     "slices_and_last_row": (lambda x: x[:, 1:] * x[:, :-1] + x[-1, 1:], lambda n: (torch.randn(n, n + 1),)),
+    # a symbolic offset in the index arithmetic (it was taken for an index term)
+    "slice_from_a_symbolic_start": (lambda x: x[:, x.shape[1] - 2:] * 3, lambda n: (torch.randn(4, n),)),
     "arange_over_rows": (lambda x: x + torch.arange(x.shape[0]).unsqueeze(1), lambda n: (torch.randn(n, 3),)),
     "matmul_extern": (lambda x: torch.relu(x @ x.t()) + 1, lambda n: (torch.randn(n, 4),)),
 }

@@ -22,6 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Union
 
+import sympy
+
 from . import sizes
 from .sizes import Size
 
@@ -112,7 +114,7 @@ def _scaled(atom: IndexExpr, factor: Size) -> IndexExpr:
     return atom if factor == 1 else Scaled(atom, factor)
 
 
-def add(*exprs: IndexExpr | int) -> IndexExpr:
+def add(*exprs: IndexExpr | Size) -> IndexExpr:
     """Sum of expressions, merging like terms and folding constants."""
     coefficients: dict[IndexExpr, Size] = {}
     offset: Size = 0
@@ -210,9 +212,11 @@ def mod(expr: IndexExpr | int, modulus: Size) -> IndexExpr:
     return Mod(expr, modulus)
 
 
-def as_index(value: IndexExpr | int) -> IndexExpr:
-    if isinstance(value, int):
-        return Const(value)
+def as_index(value: IndexExpr | Size) -> IndexExpr:
+    """An index expression; a size (an int, or a symbolic one such as a slice's start
+    ``s1 - 2``) is a constant of the index arithmetic."""
+    if isinstance(value, (int, sympy.Expr)):
+        return Const(sizes.normalise(value))
     return value
 
 
