@@ -23,6 +23,7 @@ v0 = sizes.value_symbol(0)
     (1, FloorDiv(s0, 2), True),  # interval arithmetic beyond polynomials
     (s0 * s1, 2**31 - 1, False),  # no upper bound: 64-bit addresses
     (5, 4, False),
+    (sympy.Min(s0, s1), s0, True),  # the bound of (i % s0) for an i of unknown extent s1
 ])
 def test_provably_le(a, b, expected):
     assert sizes.provably_le(a, b) is expected

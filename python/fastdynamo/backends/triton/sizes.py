@@ -76,6 +76,8 @@ def provably_le(a: Size, b: Size) -> bool:
     """``a <= b`` for every value of the symbols (False when not provable)."""
     if isinstance(a, int) and isinstance(b, int):
         return a <= b
+    if isinstance(a, sympy.Min):  # an upper bound min(m, u) is below b if either is
+        return any(provably_le(normalise(arg), b) for arg in a.args)
     return _provably_nonnegative(sympy.expand(sympy.sympify(b) - sympy.sympify(a)))
 
 

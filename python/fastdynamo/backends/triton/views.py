@@ -18,7 +18,7 @@ from typing import Any, Callable
 import torch
 
 from . import indexing
-from .indexing import ZERO, Const
+from .indexing import ZERO
 from .ir import Load
 
 
@@ -132,7 +132,7 @@ def select(value: TensorValue, dim: int, position, call: tuple) -> TensorValue:
     if isinstance(position, int) and isinstance(value.shape[dim], int):
         position = position % value.shape[dim]
     shape = value.shape[:dim] + value.shape[dim + 1:]
-    return value.derive(shape, lambda index: index[:dim] + (Const(position),) + index[dim:], call)
+    return value.derive(shape, lambda index: index[:dim] + (indexing.as_index(position),) + index[dim:], call)
 
 
 def broadcast_in_dim(value: TensorValue, out_shape: tuple, broadcast_dims, call: tuple) -> TensorValue:
