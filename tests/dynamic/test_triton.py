@@ -1,6 +1,6 @@
-"""The Triton backend with symbolic graphs: correct for every size. Kernels are still
-static: a symbolic graph gets one kernel set per concrete size it meets
-(``CompiledGraph`` specialises per input metadata); the frame compiles once."""
+"""The Triton backend with symbolic graphs: correct for every size, the frame compiles
+once, and one generated module (kernels with sizes as launch arguments) serves every
+size (more in ``test_triton_symbolic_kernels.py``)."""
 from __future__ import annotations
 
 import os
@@ -18,7 +18,7 @@ def scale_rows(x, y):
     return torch.relu(x + y) * x.shape[0] + x.sum(1, keepdim=True)
 
 
-def test_symbolic_graph_runs_kernels_per_size():
+def test_symbolic_graph_runs_one_kernel_set_for_every_size():
     fn, rec = compiled(scale_rows, backend="triton", dynamic=True)
     for n in (3, 5, 7, 5):
         torch.manual_seed(n)
@@ -29,7 +29,9 @@ def test_symbolic_graph_runs_kernels_per_size():
     graph = rec.captures[0].compiled_fn
     assert getattr(graph, "fallback_reason", None) is None
     assert graph.kernel_count >= 1
-    assert len(graph.specialisations) == 3  # one static kernel set per size met
+    assert len(graph.specialisations) == 3  # three input shapes met, one module for all
+    assert len({id(module) for module in graph.specialisations.values()}) == 1
+    assert graph.module.SIZE_ARGUMENTS == ["s0", "s1"]
 
 
 def test_automatic_dynamic_with_triton_matches_eager():

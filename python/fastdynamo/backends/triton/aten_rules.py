@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from functools import partial
 
+import sympy
 import torch
 
-from . import views
+from . import sizes, views
 from .indexing import add, mul
-from .ir import Constant, IndexValue, Op, PointwiseNode, ReductionNode
+from .ir import Constant, IndexValue, Op, PointwiseNode, ReductionNode, SizeValue
 from .views import TensorValue
 
 aten = torch.ops.aten
@@ -33,13 +34,14 @@ _LOGICAL = {"logical_and", "logical_or", "logical_xor", "logical_not"}
 def _scalar_dtype(value) -> torch.dtype:
     if isinstance(value, bool):
         return torch.bool
-    return torch.int64 if isinstance(value, int) else torch.float32
+    return torch.int64 if isinstance(value, (int, sympy.Expr)) else torch.float32
 
 
 def _promoted(args) -> torch.dtype:
     """ATen's result type of a binary op over tensor values and Python scalars."""
     probes = [
-        torch.empty((1,) if a.shape else (), dtype=a.dtype, device="meta") if isinstance(a, TensorValue) else a
+        torch.empty((1,) if a.shape else (), dtype=a.dtype, device="meta") if isinstance(a, TensorValue)
+        else 2 if isinstance(a, sympy.Expr) else a  # a symbolic size promotes as an int
         for a in args
     ]
     if len(probes) == 1:
@@ -52,7 +54,7 @@ def _promoted(args) -> torch.dtype:
 def pointwise_node(lowering, meta: torch.Tensor, build) -> TensorValue:
     """Add a pointwise node whose body is ``build(load, vars)``; ``load(value)`` gives
     an operand (tensor or scalar) at the node's index, broadcast as ATen does."""
-    shape = tuple(meta.shape)
+    shape = lowering.shape_of(meta)
     index_vars = lowering.fresh_vars(shape)
 
     def operand(value, dtype=None):
@@ -60,11 +62,13 @@ def pointwise_node(lowering, meta: torch.Tensor, build) -> TensorValue:
             return value.load(views.broadcast_index(index_vars, shape, value.shape))
         if isinstance(value, (bool, int, float)):
             return Constant(value, dtype or _scalar_dtype(value))
+        if isinstance(value, sympy.Expr):
+            return SizeValue(value, torch.int64)  # converted to the operand dtype where used
         raise NoLowering(f"operand {type(value).__name__}")
 
     body = build(operand, index_vars)
     name = lowering.fresh_name()
-    lowering.graph.add(PointwiseNode(name, shape, meta.dtype, index_vars, body, tuple(meta.stride())))
+    lowering.graph.add(PointwiseNode(name, shape, meta.dtype, index_vars, body, lowering.stride_of(meta)))
     return TensorValue.of_buffer(name, shape, meta.dtype)
 
 
@@ -174,6 +178,8 @@ def lower_clone(lowering, node, meta, value, memory_format=None) -> TensorValue:
 def lower_fill(lowering, node, meta, *args, **kwargs) -> TensorValue:
     """full / full_like / fill / scalar_tensor: a constant of the result's shape."""
     value = args[0] if node.target is aten.scalar_tensor.default else args[1]
+    if isinstance(value, sympy.Expr):
+        return pointwise_node(lowering, meta, lambda operand, _vars: operand(value))
     if not isinstance(value, (bool, int, float)):
         raise NoLowering("fill with a tensor value")
     return pointwise_node(lowering, meta, lambda operand, _vars: Constant(value, meta.dtype))
@@ -200,9 +206,10 @@ def lower_reduction(reduction_type: str, lowering, node, meta, value, dims=None,
     index_vars = lowering.fresh_vars(full_shape)
     name = lowering.fresh_name()
     body = value.load(index_vars)
-    lowering.graph.add(ReductionNode(name, tuple(meta.shape), meta.dtype, full_shape, reduced, reduction_type,
-                                     index_vars, body, tuple(meta.stride())))
-    return TensorValue.of_buffer(name, tuple(meta.shape), meta.dtype)
+    shape = lowering.shape_of(meta)
+    lowering.graph.add(ReductionNode(name, shape, meta.dtype, full_shape, reduced, reduction_type,
+                                     index_vars, body, lowering.stride_of(meta)))
+    return TensorValue.of_buffer(name, shape, meta.dtype)
 
 
 def lower_prims_sum(lowering, node, meta, value, dims, **kwargs) -> TensorValue:
@@ -223,12 +230,16 @@ def lower_arg_reduction(reduction_type: str, lowering, node, meta, value, dim=No
 
 # ---- views ---------------------------------------------------------------------------
 
-def _call(node) -> tuple:
-    return (node.target, tuple(node.args[1:]), dict(node.kwargs))
+def _call(lowering, node) -> tuple:
+    """The view call to replay on a real tensor; sizes computed in the graph (symbolic
+    ``sym_size`` nodes) become their size expressions."""
+    args = tuple(lowering.lookup(a) if not isinstance(a, (list, tuple)) else type(a)(map(lowering.lookup, a))
+                 for a in node.args[1:])
+    return (node.target, args, dict(node.kwargs))
 
 
 def lower_view(lowering, node, meta, value, *args, **kwargs) -> TensorValue:
-    return views.reshape(value, tuple(meta.shape), _call(node))
+    return views.reshape(value, lowering.shape_of(meta), _call(lowering, node))
 
 
 def lower_permute(lowering, node, meta, value, dims) -> TensorValue:
@@ -244,11 +255,11 @@ def lower_transpose(lowering, node, meta, value, dim0=0, dim1=1) -> TensorValue:
 
 
 def lower_expand(lowering, node, meta, value, *args, **kwargs) -> TensorValue:
-    return views.expand(value, tuple(meta.shape), _call(node))
+    return views.expand(value, lowering.shape_of(meta), _call(lowering, node))
 
 
 def lower_unsqueeze(lowering, node, meta, value, dim) -> TensorValue:
-    return views.unsqueeze(value, dim, _call(node))
+    return views.unsqueeze(value, dim, _call(lowering, node))
 
 
 def lower_squeeze(lowering, node, meta, value, dims=None) -> TensorValue:
@@ -256,27 +267,38 @@ def lower_squeeze(lowering, node, meta, value, dims=None) -> TensorValue:
         dims = list(range(len(value.shape)))
     elif isinstance(dims, int):
         dims = [dims]
-    return views.squeeze(value, dims, _call(node))
+    return views.squeeze(value, dims, _call(lowering, node))
 
 
 def lower_slice(lowering, node, meta, value, dim=0, start=None, end=None, step=1) -> TensorValue:
     dim = dim % len(value.shape)
     size = value.shape[dim]
     start = 0 if start is None else start
-    start = max(0, min(size, start + size if start < 0 else start))
-    return views.slice_view(value, dim, start, step, tuple(meta.shape), _call(node))
+    if isinstance(size, int) and isinstance(start, int):
+        start = max(0, min(size, start + size if start < 0 else start))
+    elif isinstance(start, int) and start < 0:
+        start = size + start  # from the end; must also be provably in range (below)
+    if not (isinstance(step, int) and sizes.provably_le(0, start) and sizes.provably_le(start, size)):
+        # a symbolic bound ATen clamps or wraps: the clamp is not known when generating
+        raise NoLowering(f"slice from {start} of a dimension of size {size}")
+    return views.slice_view(value, dim, start, step, lowering.shape_of(meta), _call(lowering, node))
 
 
 def lower_select(lowering, node, meta, value, dim, index) -> TensorValue:
-    return views.select(value, dim, index, _call(node))
+    size = value.shape[dim % len(value.shape)]
+    if not (isinstance(size, int) and isinstance(index, int)):
+        index = size + index if isinstance(index, int) and index < 0 else index
+        if not (sizes.provably_le(0, index) and sizes.provably_le(index + 1, size)):
+            raise NoLowering(f"select of {index} in a dimension of size {size}")
+    return views.select(value, dim, index, _call(lowering, node))
 
 
 def lower_alias(lowering, node, meta, value) -> TensorValue:
-    return value.derive(value.shape, lambda index: index, _call(node))
+    return value.derive(value.shape, lambda index: index, _call(lowering, node))
 
 
 def lower_broadcast_in_dim(lowering, node, meta, value, shape, broadcast_dims) -> TensorValue:
-    return views.broadcast_in_dim(value, tuple(meta.shape), broadcast_dims, _call(node))
+    return views.broadcast_in_dim(value, lowering.shape_of(meta), broadcast_dims, _call(lowering, node))
 
 
 _POINTWISE_PACKETS = {

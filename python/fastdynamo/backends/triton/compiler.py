@@ -20,6 +20,13 @@ CUDA input recompiles, and gets kernels). Called directly with other inputs, a
 :class:`CompiledGraph` specialises per input metadata and runs ATen ops per call when
 autograd is needed; the ATen callable is correct for any inputs.
 
+A graph captured with symbolic sizes (``dynamic=True``, automatic dynamic) gets one
+module whose kernels take the sizes as launch arguments (:mod:`symbolic`): it serves
+every size its signature matches, and its cache key is the symbolic graph (sizes as
+expressions over ``s0, s1, ...``), so another process finds it whatever the sizes of
+its first call. Sizes the trace would have to branch on, or that no input gives, make
+the graph's kernels per concrete size instead, as for a static graph.
+
 >>> import torch
 >>> gm = torch.fx.symbolic_trace(lambda x: (x * 2).sum(-1))
 >>> compiled = compile_graph(gm, [torch.randn(2, 3)])
@@ -44,7 +51,9 @@ from torch.utils import _pytree as pytree
 from . import cache, runtime
 from .fusion import fuse
 from .lowering import UnsupportedGraph, attribute_names, attribute_values, lower, trace_aten
-from .wrapper import fallback_module, generate_module
+from .sizes import SymbolicRefused
+from .symbolic import SizePattern, signature_of
+from .wrapper import fallback_module, generate_module, static_only_module
 
 logger = logging.getLogger("fastdynamo.backends.triton")
 FORMAT_VERSION = 2
@@ -91,6 +100,14 @@ def _inputs_key(inputs: list) -> tuple:
     return (tuple(parts), _trace_time_state())
 
 
+def _symbolic_inputs_key(inputs: list, attributes: list) -> tuple:
+    """What a symbolic module depends on besides its signature: which earlier input
+    shares each tensor's storage, the (static) attributes' metadata, the torch state."""
+    key = _inputs_key([*inputs, *attributes])
+    sharing = tuple(part[1] if part[0] != "value" else None for part in key[0])
+    return (sharing, tuple(key[0][len(inputs):]), key[1])
+
+
 def _trace_time_state() -> tuple:
     default_device = torch.get_default_device() if hasattr(torch, "get_default_device") else None
     return (torch.get_default_dtype(), default_device, torch.is_grad_enabled(),
@@ -103,7 +120,7 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Trito
     options = options or TritonOptions.from_env()
     example_inputs = list(example_inputs)
     compiled = CompiledGraph(gm, options)
-    reason = compiled.aten_reason(example_inputs)
+    reason = compiled.aten_reason(example_inputs, size_inputs=compiled.signature is not None)
     if reason is None and _needs_autograd(compiled.enables_grad, example_inputs + attribute_values(gm, compiled.attribute_names)):
         reason = NEEDS_AUTOGRAD
     if reason is None:
@@ -164,6 +181,8 @@ class CompiledGraph:
         self.module: ModuleType | None = None
         self.fallback_reason: str | None = None
         self._aten_forward: Callable[..., Any] | None = None
+        self.signature = signature_of(gm)  # None: static sizes (kernels per input metadata)
+        self.symbolic_refused: str | None = None  # why a symbolic graph has kernels per size
 
     def _aten(self, *args: Any) -> Any:
         """The graph as ATen ops, for calls whose inputs need autograd or have no kernels."""
@@ -179,11 +198,14 @@ class CompiledGraph:
     def source_path(self) -> str | None:
         return getattr(self.module, "__file__", None) if self.module else None
 
-    def aten_reason(self, example_inputs: list) -> str | None:
-        """Why these inputs run as ATen ops whatever the graph is; None: kernels can run."""
-        if not all(isinstance(t, torch.Tensor) for t in example_inputs):
+    def aten_reason(self, example_inputs: list, size_inputs: bool = False) -> str | None:
+        """Why these inputs run as ATen ops whatever the graph is; None: kernels can run.
+        ``size_inputs``: an int input the symbolic signature reads as a size is allowed."""
+        if not all(isinstance(t, torch.Tensor) or (size_inputs and self._is_size_input(position))
+                   for position, t in enumerate(example_inputs)):
             return "an input is not a tensor"
-        tensors = list(example_inputs) + attribute_values(self.gm, self.attribute_names)
+        tensors = [t for t in example_inputs if isinstance(t, torch.Tensor)]
+        tensors += attribute_values(self.gm, self.attribute_names)
         devices = {t.device for t in tensors}
         if len(devices) > 1:
             return f"inputs on several devices {sorted(map(str, devices))}"
@@ -194,24 +216,79 @@ class CompiledGraph:
             return CPU_WITHOUT_INTERPRETER
         return runtime.interpreter_mismatch()
 
+    def _is_size_input(self, position: int) -> bool:
+        patterns = self.signature.patterns if self.signature is not None else ()
+        return position < len(patterns) and isinstance(patterns[position], SizePattern)
+
     def specialise(self, example_inputs: list) -> "CompiledGraph":
-        """Compile (or load from the cache) the module for inputs like these."""
-        reason = self.aten_reason(example_inputs)
-        if reason is not None:
-            _say_runs_aten(reason)
-            return self._use_aten(reason, example_inputs)
-        tensors = list(example_inputs) + attribute_values(self.gm, self.attribute_names)
-        device = tensors[0].device if tensors else torch.device("cpu")
-        key = cache.hash_key(FORMAT_VERSION, _source_fingerprint(), _versions(), runtime.interpreter_enabled(),
-                             _device_key(device), self.options, self.gm.code, _targets(self.gm),
-                             _inputs_key(tensors))
-        module = cache.load_or_build(key, lambda: self._generate(example_inputs))
+        """Compile (or load from the cache) the module for inputs like these: the
+        symbolic graph's module when its signature matches them, else one for these sizes."""
+        module = self._symbolic_module(example_inputs)
+        if module is None:
+            reason = self.aten_reason(example_inputs)
+            if reason is not None:
+                _say_runs_aten(reason)
+                return self._use_aten(reason, example_inputs)
+            tensors = list(example_inputs) + attribute_values(self.gm, self.attribute_names)
+            key = cache.hash_key(*self._key_prefix(tensors), _inputs_key(tensors))
+            module = cache.load_or_build(key, lambda: self._generate(example_inputs))
         self.specialisations[_inputs_key(example_inputs)] = module
         self.module = module
         self.fallback_reason = module.FALLBACK_REASON
         if module.FALLBACK_REASON:
             _say_runs_aten(module.FALLBACK_REASON)
         return self
+
+    def _key_prefix(self, tensors: list) -> tuple:
+        """The parts of a cache key that do not depend on the inputs."""
+        device = next((t.device for t in tensors if isinstance(t, torch.Tensor)), torch.device("cpu"))
+        return (FORMAT_VERSION, _source_fingerprint(), _versions(), runtime.interpreter_enabled(),
+                _device_key(device), self.options, self.gm.code, _targets(self.gm))
+
+    def _symbolic_module(self, example_inputs: list) -> ModuleType | None:
+        """The module whose kernels take sizes as arguments, if it serves these inputs."""
+        signature = self.signature
+        if signature is None or not signature.matches(list(example_inputs)):
+            return None
+        if self.aten_reason(example_inputs, size_inputs=True) is not None:
+            return None  # the per-size path says why
+        attributes = attribute_values(self.gm, self.attribute_names)
+        key = cache.hash_key(*self._key_prefix([*example_inputs, *attributes]), "symbolic", signature.key(),
+                             _symbolic_inputs_key(list(example_inputs), attributes))
+        module = cache.load_or_build(key, lambda: self._generate_symbolic(example_inputs))
+        refused = getattr(module, "STATIC_ONLY", None)
+        if refused is not None:
+            logger.info("triton backend: kernels per concrete size for a symbolic graph: %s", refused)
+            self.signature, self.symbolic_refused = None, refused
+            return None
+        return module
+
+    def _generate_symbolic(self, example_inputs: list) -> str:
+        """Source of the module for every size of the signature, or a per-size marker."""
+        signature = self.signature
+        assert signature is not None, "only called with a signature"
+        try:
+            with signature.no_new_guards():
+                traced = trace_aten(self.gm, signature.values)
+                graph = lower(traced.graph_module, traced.input_names, signature)
+                source = self._passes(graph, traced.attribute_names)
+        except (SymbolicRefused, UnsupportedGraph, RecursionError) as why:
+            # the per-size path decides for itself (kernels, or ATen ops with its reason)
+            return static_only_module(str(why) or type(why).__name__)
+        except Exception as error:  # a bug in a pass: never a wrong result, but say so
+            if os.environ.get("FASTDYNAMO_TRITON_STRICT") == "1":
+                raise
+            logger.warning("triton backend failed on a symbolic graph, kernels per size: %r", error, exc_info=True)
+            return static_only_module(f"internal error: {error!r}")
+        refusal = _eager_refusal(self.gm, example_inputs)
+        return fallback_module(refusal) if refusal else source
+
+    def _passes(self, graph, attribute_names: list) -> str:
+        graph.verify()
+        schedule = fuse(graph)
+        schedule.verify()
+        return generate_module(schedule, attribute_names, self.options.persistent_max,
+                               dict(self.options.config_overrides))
 
     def _use_aten(self, reason: str, example_inputs: list) -> "CompiledGraph":
         self.fallback_reason = reason
@@ -222,11 +299,7 @@ class CompiledGraph:
         try:
             traced = trace_aten(self.gm, example_inputs)
             graph = lower(traced.graph_module, traced.input_names)
-            graph.verify()
-            schedule = fuse(graph)
-            schedule.verify()
-            source = generate_module(schedule, traced.attribute_names, self.options.persistent_max,
-                                     dict(self.options.config_overrides))
+            source = self._passes(graph, traced.attribute_names)
             refusal = _eager_refusal(self.gm, example_inputs)
             return fallback_module(refusal) if refusal else source
         except UnsupportedGraph as reason:

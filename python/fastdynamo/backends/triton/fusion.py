@@ -202,7 +202,7 @@ def eliminate_dead_nodes(graph: KernelGraph) -> KernelGraph:
             live.update(arg.buffer for arg in extern_buffer_args(node))
         elif node.kind != "input":
             live.update(load.buffer for load in iter_loads(node.body))
-    return KernelGraph(list(reversed(kept)), list(graph.outputs))
+    return dataclasses.replace(graph, nodes=list(reversed(kept)), outputs=list(graph.outputs))
 
 
 def inline_broadcast_inputs(graph: KernelGraph) -> KernelGraph:
@@ -248,7 +248,7 @@ def inline_broadcast_inputs(graph: KernelGraph) -> KernelGraph:
         consumers[node.name] = set()
     nodes = [dataclasses.replace(node, body=bodies[node.name]) if node.name in bodies else node
              for node in graph.nodes]
-    return eliminate_dead_nodes(KernelGraph(nodes, list(graph.outputs)))
+    return eliminate_dead_nodes(dataclasses.replace(graph, nodes=nodes, outputs=list(graph.outputs)))
 
 
 def _inline_loads(expr, node: PointwiseNode):

@@ -5,6 +5,10 @@ Every index is a non-negative integer expression over loop variables, built from
 they build, using each variable's extent (its loop bound), so that views such as a
 reshape followed by its inverse collapse back to plain variables.
 
+The constants (extents, factors, divisors, offsets) are :data:`sizes.Size`: ints, or
+symbolic sizes of a graph captured with dynamic shapes. With symbols a simplification
+happens only when :mod:`sizes` proves it holds for every value of the symbols.
+
 >>> i = Var("i0", 4); j = Var("j0", 8)
 >>> render(add(mul(i, 8), j))
 'i0 * 8 + j0'
@@ -18,6 +22,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Union
 
+import sympy
+
+from . import sizes
+from .sizes import Size
+
 IndexExpr = Union["Var", "Const", "Sum", "Scaled", "FloorDiv", "Mod"]
 
 
@@ -26,12 +35,12 @@ class Var:
     """A loop variable ranging over ``0 <= name < extent``."""
 
     name: str
-    extent: int
+    extent: Size
 
 
 @dataclass(frozen=True)
 class Const:
-    value: int
+    value: Size
 
 
 @dataclass(frozen=True)
@@ -39,7 +48,7 @@ class Sum:
     """``sum(terms) + offset``; terms are never Sum or Const (kept flat)."""
 
     terms: tuple
-    offset: int
+    offset: Size
 
 
 @dataclass(frozen=True)
@@ -47,25 +56,25 @@ class Scaled:
     """``expr * factor`` with ``factor >= 2``."""
 
     expr: IndexExpr
-    factor: int
+    factor: Size
 
 
 @dataclass(frozen=True)
 class FloorDiv:
     expr: IndexExpr
-    divisor: int
+    divisor: Size
 
 
 @dataclass(frozen=True)
 class Mod:
     expr: IndexExpr
-    modulus: int
+    modulus: Size
 
 
 ZERO = Const(0)
 
 
-def upper_bound(expr: IndexExpr) -> int:
+def upper_bound(expr: IndexExpr) -> Size:
     """Exclusive upper bound of ``expr`` (all expressions are non-negative).
 
     >>> upper_bound(add(mul(Var("a", 3), 4), Var("b", 4)))
@@ -76,33 +85,39 @@ def upper_bound(expr: IndexExpr) -> int:
     if isinstance(expr, Const):
         return expr.value + 1
     if isinstance(expr, Sum):
-        return sum(upper_bound(term) - 1 for term in expr.terms) + expr.offset + 1
+        return _sized(sum(upper_bound(term) - 1 for term in expr.terms) + expr.offset + 1)
     if isinstance(expr, Scaled):
-        return (upper_bound(expr.expr) - 1) * expr.factor + 1
+        return _sized((upper_bound(expr.expr) - 1) * expr.factor + 1)
     if isinstance(expr, FloorDiv):
-        return (upper_bound(expr.expr) - 1) // expr.divisor + 1
+        # (u - 1) // d + 1 == ceil(u / d): the spelling that cancels symbolic factors
+        return sizes.ceil_div(upper_bound(expr.expr), expr.divisor)
     if isinstance(expr, Mod):
-        return min(expr.modulus, upper_bound(expr.expr))
+        return sizes.size_min(expr.modulus, upper_bound(expr.expr))
     raise TypeError(f"not an index expression: {expr!r}")
 
 
-def _split(expr: IndexExpr) -> tuple[IndexExpr, int]:
+def _sized(value: Size) -> Size:
+    return value if isinstance(value, int) else sizes.normalise(value.expand())
+
+
+def _split(expr: IndexExpr) -> tuple[IndexExpr, Size]:
     """``expr`` as (atom, factor) so that sums can merge like terms."""
     if isinstance(expr, Scaled):
         return expr.expr, expr.factor
     return expr, 1
 
 
-def _scaled(atom: IndexExpr, factor: int) -> IndexExpr:
+def _scaled(atom: IndexExpr, factor: Size) -> IndexExpr:
+    factor = sizes.normalise(factor)
     if factor == 0:
         return ZERO
     return atom if factor == 1 else Scaled(atom, factor)
 
 
-def add(*exprs: IndexExpr | int) -> IndexExpr:
+def add(*exprs: IndexExpr | Size) -> IndexExpr:
     """Sum of expressions, merging like terms and folding constants."""
-    coefficients: dict[IndexExpr, int] = {}
-    offset = 0
+    coefficients: dict[IndexExpr, Size] = {}
+    offset: Size = 0
     pending = [as_index(e) for e in exprs]
     while pending:
         expr = pending.pop(0)
@@ -115,7 +130,8 @@ def add(*exprs: IndexExpr | int) -> IndexExpr:
             atom, factor = _split(expr)
             coefficients[atom] = coefficients.get(atom, 0) + factor
     _recombine_div_mod(coefficients)
-    terms = tuple(_scaled(atom, f) for atom, f in coefficients.items() if f != 0)
+    offset = _sized(offset)
+    terms = tuple(_scaled(atom, f) for atom, f in coefficients.items() if sizes.normalise(f) != 0)
     if not terms:
         return Const(offset)
     if len(terms) == 1 and offset == 0:
@@ -123,7 +139,7 @@ def add(*exprs: IndexExpr | int) -> IndexExpr:
     return Sum(terms, offset)
 
 
-def _recombine_div_mod(coefficients: dict[IndexExpr, int]) -> None:
+def _recombine_div_mod(coefficients: dict[IndexExpr, Size]) -> None:
     # (e // m) * m * c + (e % m) * c == e * c: what a reshape to more dims followed by
     # contiguous address arithmetic produces; folding it keeps loads vectorisable.
     for atom in list(coefficients):
@@ -131,69 +147,76 @@ def _recombine_div_mod(coefficients: dict[IndexExpr, int]) -> None:
             continue
         quotient = FloorDiv(atom.expr, atom.modulus)
         c = coefficients[atom]
-        if coefficients.get(quotient) == c * atom.modulus:
+        if quotient in coefficients and sizes.normalise(coefficients[quotient] - c * atom.modulus) == 0:
             del coefficients[atom], coefficients[quotient]
             inner, factor = _split(atom.expr)
             coefficients[inner] = coefficients.get(inner, 0) + c * factor
 
 
-def mul(expr: IndexExpr | int, factor: int) -> IndexExpr:
+def mul(expr: IndexExpr | int, factor: Size) -> IndexExpr:
     """``expr * factor`` for a constant ``factor >= 0``."""
     expr = as_index(expr)
-    if factor < 0:
+    factor = sizes.normalise(factor)
+    if isinstance(factor, int) and factor < 0:
         raise ValueError("index factors must be non-negative")
     if isinstance(expr, Const):
-        return Const(expr.value * factor)
+        return Const(_sized(expr.value * factor))
     if isinstance(expr, Sum):
         return add(*(mul(t, factor) for t in expr.terms), expr.offset * factor)
     atom, inner = _split(expr)
     return _scaled(atom, inner * factor)
 
 
-def floordiv(expr: IndexExpr | int, divisor: int) -> IndexExpr:
+def floordiv(expr: IndexExpr | int, divisor: Size) -> IndexExpr:
     """``expr // divisor`` simplified with the bounds of ``expr``."""
     expr = as_index(expr)
+    divisor = sizes.normalise(divisor)
     if divisor == 1:
         return expr
     if isinstance(expr, Const):
-        return Const(expr.value // divisor)
-    if upper_bound(expr) <= divisor:
+        return Const(sizes.floor_div(expr.value, divisor))
+    if sizes.provably_le(upper_bound(expr), divisor):
         return ZERO
-    if isinstance(expr, Scaled) and expr.factor % divisor == 0:
-        return mul(expr.expr, expr.factor // divisor)
+    if isinstance(expr, Scaled) and (quotient := sizes.exact_quotient(expr.factor, divisor)) is not None:
+        return mul(expr.expr, quotient)
     if isinstance(expr, Sum):
         # Pull out the terms that are exact multiples when the rest stays below divisor.
-        multiples = [t for t in expr.terms if _split(t)[1] % divisor == 0]
-        rest = [t for t in expr.terms if _split(t)[1] % divisor != 0]
+        quotients = [sizes.exact_quotient(_split(t)[1], divisor) for t in expr.terms]
+        multiples = [(t, q) for t, q in zip(expr.terms, quotients, strict=True) if q is not None]
+        rest = [t for t, q in zip(expr.terms, quotients, strict=True) if q is None]
         rest_expr = add(*rest, expr.offset)
-        if multiples and upper_bound(rest_expr) <= divisor:
-            return add(*(mul(_split(t)[0], _split(t)[1] // divisor) for t in multiples))
+        if multiples and sizes.provably_le(upper_bound(rest_expr), divisor):
+            return add(*(mul(_split(t)[0], q) for t, q in multiples))
     if isinstance(expr, FloorDiv):
-        return FloorDiv(expr.expr, expr.divisor * divisor)
+        return FloorDiv(expr.expr, _sized(expr.divisor * divisor))
     return FloorDiv(expr, divisor)
 
 
-def mod(expr: IndexExpr | int, modulus: int) -> IndexExpr:
+def mod(expr: IndexExpr | int, modulus: Size) -> IndexExpr:
     """``expr % modulus`` simplified with the bounds of ``expr``."""
     expr = as_index(expr)
+    modulus = sizes.normalise(modulus)
     if modulus == 1:
         return ZERO
-    if isinstance(expr, Const):
+    if isinstance(expr, Const) and isinstance(expr.value, int) and isinstance(modulus, int):
         return Const(expr.value % modulus)
-    if upper_bound(expr) <= modulus:
+    if sizes.provably_le(upper_bound(expr), modulus):
         return expr
-    if isinstance(expr, Scaled) and expr.factor % modulus == 0:
+    if isinstance(expr, Scaled) and sizes.exact_quotient(expr.factor, modulus) is not None:
         return ZERO
     if isinstance(expr, Sum):
-        kept = [t for t in expr.terms if _split(t)[1] % modulus != 0]
+        kept = [t for t in expr.terms if sizes.exact_quotient(_split(t)[1], modulus) is None]
         if len(kept) != len(expr.terms):
-            return mod(add(*kept, expr.offset % modulus), modulus)
+            offset = expr.offset % modulus if isinstance(expr.offset, int) and isinstance(modulus, int) else expr.offset
+            return mod(add(*kept, offset), modulus)
     return Mod(expr, modulus)
 
 
-def as_index(value: IndexExpr | int) -> IndexExpr:
-    if isinstance(value, int):
-        return Const(value)
+def as_index(value: IndexExpr | Size) -> IndexExpr:
+    """An index expression; a size (an int, or a symbolic one such as a slice's start
+    ``s1 - 2``) is a constant of the index arithmetic."""
+    if isinstance(value, (int, sympy.Expr)):
+        return Const(sizes.normalise(value))
     return value
 
 
@@ -234,18 +257,18 @@ def render(expr: IndexExpr) -> str:
     if isinstance(expr, Var):
         return expr.name
     if isinstance(expr, Const):
-        return str(expr.value)
+        return sizes.render_kernel_size(expr.value)
     if isinstance(expr, Sum):
         parts = [render(t) for t in expr.terms]
-        if expr.offset:
-            parts.append(str(expr.offset))
+        if expr.offset != 0:
+            parts.append(sizes.render_kernel_size(expr.offset))
         return " + ".join(parts)
     if isinstance(expr, Scaled):
-        return f"{_render_operand(expr.expr)} * {expr.factor}"
+        return f"{_render_operand(expr.expr)} * {sizes.render_kernel_size(expr.factor)}"
     if isinstance(expr, FloorDiv):
-        return f"{_render_operand(expr.expr)} // {expr.divisor}"
+        return f"{_render_operand(expr.expr)} // {sizes.render_kernel_size(expr.divisor)}"
     if isinstance(expr, Mod):
-        return f"{_render_operand(expr.expr)} % {expr.modulus}"
+        return f"{_render_operand(expr.expr)} % {sizes.render_kernel_size(expr.modulus)}"
     raise TypeError(f"not an index expression: {expr!r}")
 
 
@@ -272,8 +295,8 @@ def unravel(linear: IndexExpr, shape: tuple) -> tuple:
     index = []
     stride = 1
     for size in reversed(shape):
-        index.append(mod(floordiv(linear, stride), size) if size != 1 else ZERO)
-        stride *= size
+        index.append(mod(floordiv(linear, stride), size) if not sizes.is_one(size) else ZERO)
+        stride = _sized(stride * size)
     return tuple(reversed(index))
 
 
@@ -285,8 +308,8 @@ def ravel(index: tuple, shape: tuple) -> IndexExpr:
 
 def contiguous_strides(shape: tuple) -> tuple:
     strides = []
-    running = 1
+    running: Size = 1
     for size in reversed(shape):
         strides.append(running)
-        running *= max(size, 1)
+        running = _sized(running * sizes.at_least_one(size))
     return tuple(reversed(strides))

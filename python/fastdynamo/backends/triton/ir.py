@@ -22,9 +22,9 @@ from typing import Any, Iterator, Union
 
 import torch
 
-from . import indexing
+from . import indexing, sizes
 
-ValueExpr = Union["Load", "Constant", "Op", "IndexValue"]
+ValueExpr = Union["Load", "Constant", "Op", "IndexValue", "SizeValue"]
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,15 @@ class IndexValue:
     """An index expression used as a value (``arange``/``iota``)."""
 
     index: indexing.IndexExpr
+    dtype: torch.dtype
+
+
+@dataclass(frozen=True)
+class SizeValue:
+    """A symbolic size used as a value (``x * x.shape[0]`` under dynamic shapes): a
+    :data:`sizes.Size` expression the kernel computes from its size arguments."""
+
+    size: Any
     dtype: torch.dtype
 
 
@@ -174,6 +183,12 @@ class KernelGraph:
 
     nodes: list = field(default_factory=list)
     outputs: list = field(default_factory=list)
+    # Graph inputs that are sizes, not tensors: their names in argument order among the
+    # input nodes' (None: every argument is an input node).
+    arguments: list | None = None
+    # Symbolic sizes: symbol name -> where ``call`` reads it, (kind, argument, dim) with
+    # kind "size", "stride", "offset" or "value" (see :mod:`symbolic`).
+    size_bindings: dict = field(default_factory=dict)
 
     def add(self, node: Node) -> None:
         self.nodes.append(node)
@@ -253,7 +268,8 @@ def _verify_expr(expr: object, seen: dict, scope: set, owner: str) -> None:
         _check(expr.dtype == dtype, f"{owner}: load of {expr.buffer} as {expr.dtype}, buffer is {dtype}")
         for e, size in zip(expr.index, shape, strict=True):
             _check(indexing.free_vars(e) <= scope, f"{owner}: index uses vars out of scope")
-            _check(indexing.upper_bound(e) <= max(size, 1), f"{owner}: index {indexing.render(e)} out of bounds of {size}")
+            _check(sizes.provably_le(indexing.upper_bound(e), sizes.at_least_one(size)),
+                   f"{owner}: index {indexing.render(e)} out of bounds of {size}")
     elif isinstance(expr, Op):
         from .ops import POINTWISE_RULES  # local: ops imports ir
 
@@ -262,7 +278,7 @@ def _verify_expr(expr: object, seen: dict, scope: set, owner: str) -> None:
             _verify_expr(arg, seen, scope, owner)
     elif isinstance(expr, IndexValue):
         _check(indexing.free_vars(expr.index) <= scope, f"{owner}: index value out of scope")
-    elif not isinstance(expr, Constant):
+    elif not isinstance(expr, (Constant, SizeValue)):
         raise IRVerificationError(f"{owner}: not a value expression: {expr!r}")
 
 

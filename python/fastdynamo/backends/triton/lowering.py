@@ -30,6 +30,7 @@ from .decompositions import decomposition_table
 from .indexing import Var
 from .ir import BufferArg, ExternNode, ExternOutput, InputNode, KernelGraph, OutputRef
 from .ops import SUPPORTED_DTYPES
+from .sizes import Size, SymbolicRefused
 from .views import TensorValue
 
 
@@ -61,9 +62,17 @@ def attribute_values(gm: torch.nn.Module, names: list[str]) -> list:
 
 
 def trace_aten(gm: torch.fx.GraphModule, example_inputs: list) -> TracedGraph:
-    """The graph as ATen ops on FakeTensors, outputs flattened to a list."""
+    """The graph as ATen ops on FakeTensors, outputs flattened to a list.
+
+    ``example_inputs`` are real tensors, or a symbolic graph's placeholder values
+    (FakeTensors with symbolic sizes, SymInts): the trace then runs in their fake mode,
+    so sizes stay symbolic (``sym_size`` nodes, SymInt shapes in ``meta["val"]``)."""
     names = attribute_names(gm)
-    inputs = list(example_inputs) + attribute_values(gm, names)
+    attributes = attribute_values(gm, names)
+    fake_mode = next((t.fake_mode for t in example_inputs if hasattr(t, "fake_mode")), None)
+    if fake_mode is not None:
+        attributes = [fake_mode.from_tensor(t, static_shapes=True) for t in attributes]
+    inputs = list(example_inputs) + attributes
     user_count = len(example_inputs)
 
     def flat_forward(*args):
@@ -77,15 +86,18 @@ def trace_aten(gm: torch.fx.GraphModule, example_inputs: list) -> TracedGraph:
     return TracedGraph(aten_gm, names, placeholders + names)
 
 
-def lower(aten_gm: torch.fx.GraphModule, input_names: list | None = None) -> KernelGraph:
+def lower(aten_gm: torch.fx.GraphModule, input_names: list | None = None, signature=None) -> KernelGraph:
     """The kernel IR of an ATen graph (see module docstring); ``input_names`` name the
-    inputs in error messages (default: the ATen graph's placeholder names)."""
-    return _Lowering(aten_gm, input_names).run()
+    inputs in error messages (default: the ATen graph's placeholder names).
+    ``signature`` (a :class:`symbolic.SymbolicSignature`) turns the trace's symbolic
+    sizes into canonical size expressions; without it every size is an int."""
+    return _Lowering(aten_gm, input_names, signature).run()
 
 
 class _Lowering:
-    def __init__(self, aten_gm: torch.fx.GraphModule, input_names: list | None = None):
+    def __init__(self, aten_gm: torch.fx.GraphModule, input_names: list | None = None, signature=None):
         self.gm = aten_gm
+        self.signature = signature
         # not Graph.find_nodes: GPU machines may have a torch older than 2.4
         placeholders = [node for node in aten_gm.graph.nodes if node.op == "placeholder"]
         names = input_names or [node.name for node in placeholders]
@@ -106,11 +118,32 @@ class _Lowering:
     def fresh_vars(self, shape: tuple) -> tuple:
         return tuple(Var(f"i{d}", size) for d, size in enumerate(shape))
 
+    def size(self, value) -> Size:
+        """A size of the trace (int or SymInt) as an int or a canonical expression."""
+        if self.signature is None:
+            if not isinstance(value, int):
+                raise UnsupportedGraph(f"symbolic size {value} in a graph traced with static sizes")
+            return value
+        return self.signature.size(value)
+
+    def shape_of(self, meta: torch.Tensor) -> tuple:
+        if self.signature is None:
+            return tuple(self.size(s) for s in meta.shape)
+        return tuple(self.signature.shape_size(s) for s in meta.shape)
+
+    def stride_of(self, meta: torch.Tensor) -> tuple:
+        if self.signature is None:
+            return tuple(self.size(s) for s in meta.stride())
+        return tuple(self.signature.shape_size(s) for s in meta.stride())
+
     def run(self) -> KernelGraph:
         inputs = 0
+        arguments = []
         for node in self.gm.graph.nodes:
             if node.op == "placeholder":
-                self.env[node] = self.lower_input(node, f"arg{inputs}")
+                name = f"arg{inputs}"
+                self.env[node] = self.lower_input(node, name)
+                arguments.append(name)
                 inputs += 1
             elif node.op == "call_function":
                 self.env[node] = self.lower_call(node)
@@ -120,15 +153,22 @@ class _Lowering:
                 # get_attr: a tensor constant created inside the graph; its value is not
                 # part of the cache key, so it cannot be compiled in.
                 raise UnsupportedGraph(f"{node.op} {node.target} in the ATen graph")
+        if self.signature is not None:
+            self.graph.arguments = arguments
+            self.graph.size_bindings = {symbol.name: (b.kind, arguments[b.position], b.dim)
+                                        for symbol, b in self.signature.bindings.items()}
         return self.graph
 
-    def lower_input(self, node: torch.fx.Node, name: str) -> TensorValue:
+    def lower_input(self, node: torch.fx.Node, name: str) -> TensorValue | Size:
         meta = node.meta.get("val")
+        if isinstance(meta, torch.SymInt) and self.signature is not None:
+            return self.size(meta)  # an int input: a size the wrapper binds (size_bindings)
         if not isinstance(meta, torch.Tensor):
             raise UnsupportedGraph(f"input {node.name} is not a tensor")
-        _check_tensor(meta, node)
-        self.graph.add(InputNode(name, tuple(meta.shape), tuple(meta.stride()), meta.dtype))
-        return TensorValue.of_buffer(name, tuple(meta.shape), meta.dtype)
+        shape = self.shape_of(meta)
+        _check_tensor(meta, node, shape)
+        self.graph.add(InputNode(name, shape, self.stride_of(meta), meta.dtype))
+        return TensorValue.of_buffer(name, shape, meta.dtype)
 
     def output_ref(self, value) -> OutputRef:
         if isinstance(value, torch.fx.Node):
@@ -144,9 +184,13 @@ class _Lowering:
             container = self.lookup(node.args[0])
             return container[node.args[1]]
         meta = node.meta.get("val")
+        if isinstance(meta, torch.SymInt):
+            return self.size(meta)  # size arithmetic (sym_size, operator.mul, ...): its value
+        if isinstance(meta, (torch.SymFloat, torch.SymBool)):
+            raise SymbolicRefused(f"{node.target} computes a symbolic {type(meta).__name__}")
         for value in pytree.tree_leaves(meta):
             if isinstance(value, torch.Tensor):
-                _check_tensor(value, node)
+                _check_tensor(value, node, self.shape_of(value))
         target = self.functional_target(node)
         args = pytree.tree_map(self.lookup, node.args)
         kwargs = pytree.tree_map(self.lookup, dict(node.kwargs))
@@ -237,17 +281,17 @@ class _Lowering:
             if not isinstance(leaf, torch.Tensor):
                 raise UnsupportedGraph(f"{target} returns a non-tensor")
             out_name = f"{name}_{position}" if not isinstance(meta, torch.Tensor) else name
-            outputs.append(ExternOutput(out_name, tuple(leaf.shape), tuple(leaf.stride()), leaf.dtype))
+            outputs.append(ExternOutput(out_name, self.shape_of(leaf), self.stride_of(leaf), leaf.dtype))
             paths.append(() if isinstance(meta, torch.Tensor) else (position,))
-            values.append(TensorValue.of_buffer(out_name, tuple(leaf.shape), leaf.dtype))
+            values.append(TensorValue.of_buffer(out_name, self.shape_of(leaf), leaf.dtype))
         self.graph.add(ExternNode(name, target, extern_args, extern_kwargs, tuple(outputs), tuple(paths)))
         return values[0] if isinstance(meta, torch.Tensor) else tuple(values)
 
 
-def _check_tensor(meta: torch.Tensor, node: torch.fx.Node) -> None:
+def _check_tensor(meta: torch.Tensor, node: torch.fx.Node, shape: tuple) -> None:
     if meta.dtype not in SUPPORTED_DTYPES:
         raise UnsupportedGraph(f"{node.name} has dtype {meta.dtype}")
-    if meta.numel() == 0:
+    if 0 in shape:  # a symbolic size is never 0
         raise UnsupportedGraph(f"{node.name} has no elements")
     if meta.layout != torch.strided:
         raise UnsupportedGraph(f"{node.name} is not a strided tensor")

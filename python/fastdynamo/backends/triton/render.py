@@ -22,13 +22,14 @@ True
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 
 import torch
 
-from . import indexing, templates
+from . import indexing, sizes, templates
 from .fusion import KernelGroup, Schedule
-from .ir import Constant, IndexValue, Load, Op, PointwiseNode, ReductionNode, compute_dtype
+from .ir import Constant, IndexValue, Load, Op, PointwiseNode, ReductionNode, SizeValue, compute_dtype
 from .ops import (
     POINTWISE_RULES,
     REDUCTION_RULES,
@@ -44,9 +45,10 @@ class RenderedKernel:
     name: str
     source: str
     template: str
-    params: list  # buffer names, in the kernel's parameter order
-    xnumel: int
-    rnumel: int
+    params: list  # buffer names, then size symbols, in the kernel's parameter order
+    xnumel: sizes.Size
+    rnumel: sizes.Size
+    size_params: list = field(default_factory=list)  # the symbols among params
 
 
 @dataclass
@@ -83,20 +85,22 @@ class _KernelRenderer:
         self.nodes = schedule.graph.node_map()
         self.meta = schedule.graph.buffer_meta()
         self.members = set(group.members)
-        self.xnumel = math.prod(group.x_shape)
-        self.rnumel = math.prod(group.r_shape)
+        self.xnumel = sizes.normalise(math.prod(group.x_shape))
+        self.rnumel = sizes.normalise(math.prod(group.r_shape))
         self.template = templates.template_kind(group.kind, self.rnumel, persistent_max)
         self.params: list = []
+        self.size_names = sorted(schedule.graph.size_bindings)
         self.counter = 0
         self.reduction_values: dict = {}
         self.index_dtype = torch.int64 if self._needs_int64() else torch.int32
 
     def _needs_int64(self) -> bool:
-        extent = max(self.xnumel * self.rnumel, 1)
+        extents = [self.xnumel * self.rnumel]
         for shape, stride, _ in self.meta.values():
             if stride is not None and shape:
-                extent = max(extent, sum((s - 1) * st for s, st in zip(shape, stride, strict=True)) + 1)
-        return extent > INT32_LIMIT
+                extents.append(sum((s - 1) * st for s, st in zip(shape, stride, strict=True)) + 1)
+        # a symbolic extent has no bound but the symbols' ranges: 64-bit addresses
+        return not all(sizes.provably_le(extent, INT32_LIMIT) for extent in extents)
 
     # ---- expressions -------------------------------------------------------------------
     def emit(self, scope: _Scope, key, text: str, dtype: torch.dtype) -> _Value:
@@ -130,6 +134,11 @@ class _KernelRenderer:
                 return _Value(render_literal(index.value, dtype), dtype, index.value)
             raw = _Value(f"({indexing.render(index)})", self.index_dtype)
             return self.convert(scope, raw, expr.dtype)
+        if isinstance(expr, SizeValue):
+            # `+ 0 * xindex` makes a block, as 0-d loads do (a lone scalar is not stored
+            # or compared like one in the interpreter)
+            text = f"{sizes.render_kernel_size(expr.size)} + 0 * xindex"
+            return self.convert(scope, self.emit(scope, ("size", text), text, torch.int64), expr.dtype)
         if isinstance(expr, Load):
             return self.load(scope, expr, var_map)
         if isinstance(expr, Op):
@@ -192,7 +201,7 @@ class _KernelRenderer:
         if self.group.kind == "pointwise":
             return "xmask" if variables else None
         if uses_r:
-            return "xrmask" if uses_x or self.xnumel > 1 else "rmask"
+            return "xrmask" if uses_x or not sizes.is_one(self.xnumel) else "rmask"
         return "xmask" if uses_x else None
 
     def use_param(self, buffer: str) -> None:
@@ -269,18 +278,23 @@ class _KernelRenderer:
     def index_lines(self, indent: str, linear: str, shape: tuple, prefix: str, extent: int) -> list:
         lines = []
         for position, expr in enumerate(indexing.unravel(indexing.Var(linear, extent), shape)):
-            if shape[position] != 1:
+            if not sizes.is_one(shape[position]):
                 lines.append(f"{indent}{prefix}{position} = {indexing.render(expr)}")
         return lines
 
     # ---- kernels ---------------------------------------------------------------------------
     def render(self) -> RenderedKernel:
         body = getattr(self, f"_body_{self.template}")()
-        params = "".join(f"{p}, " for p in self.params)
+        xnumel, rnumel = sizes.render_kernel_size(self.xnumel), sizes.render_kernel_size(self.rnumel)
+        # the size symbols this kernel reads (generated names never clash with s<N>)
+        used = [name for name in self.size_names if re.search(rf"\b{name}\b", f"{body} {xnumel} {rnumel}")]
+        params = "".join(f"{p}, " for p in [*self.params, *used])
         widen = ".to(tl.int64)" if self.index_dtype == torch.int64 else ""
         source = templates.KERNEL_TEMPLATES[self.template].format(
-            name=self.group.name, params=params, xnumel=self.xnumel, rnumel=self.rnumel, widen=widen, body=body)
-        return RenderedKernel(self.group.name, source, self.template, list(self.params), self.xnumel, self.rnumel)
+            name=self.group.name, params=params, xnumel=xnumel, rnumel=rnumel, widen=widen, body=body,
+            decorator=templates.jit_decorator(used), sizes=templates.size_prologue(used, widen))
+        return RenderedKernel(self.group.name, source, self.template, [*self.params, *used], self.xnumel,
+                              self.rnumel, used)
 
     def _body_pointwise(self) -> str:
         scope = _Scope("    ")

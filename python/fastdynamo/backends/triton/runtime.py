@@ -1,7 +1,8 @@
 """What generated wrappers call at run time: kernel launchers and layout fix-ups.
 
-A :class:`KernelLauncher` holds one kernel, its static sizes and the candidate launch
-configurations. In Triton's interpreter (or with one candidate) it uses the first; on a
+A :class:`KernelLauncher` holds one kernel, its static sizes (or, for a kernel whose
+sizes are launch arguments, the number of rows of the call: the grid follows it) and
+the candidate launch configurations. In Triton's interpreter (or with one candidate) it uses the first; on a
 GPU it times each candidate once on the first call and keeps the fastest for the
 process. This module imports nothing from fastdynamo's native runtime.
 
@@ -17,6 +18,8 @@ import sys
 import threading
 
 import torch
+
+from .templates import next_power_of_two
 
 logger = logging.getLogger("fastdynamo.backends.triton")
 
@@ -59,7 +62,7 @@ _INTERPRETER_LAUNCH = threading.RLock()
 class KernelLauncher:
     """Launch one generated kernel with a chosen configuration (see module docstring)."""
 
-    def __init__(self, kernel, template: str, xnumel: int, rnumel: int, configs: list):
+    def __init__(self, kernel, template: str, xnumel: int | None, rnumel: int | None, configs: list):
         self.kernel = kernel
         self.template = template
         self.xnumel = xnumel
@@ -67,22 +70,39 @@ class KernelLauncher:
         self.configs = list(configs)
         self.chosen: dict | None = self.configs[0] if len(self.configs) == 1 else None
 
-    def grid(self, config: dict) -> tuple:
-        return ((self.xnumel + config["XBLOCK"] - 1) // config["XBLOCK"],)
+    def grid(self, config: dict, xnumel: int | None = None) -> tuple:
+        rows = self.xnumel if xnumel is None else xnumel
+        return ((rows + config["XBLOCK"] - 1) // config["XBLOCK"],)
 
-    def launch(self, config: dict, args: tuple) -> None:
+    def launch(self, config: dict, args: tuple, xnumel: int | None = None, rnumel: int | None = None) -> None:
         if interpreter_enabled():
+            config = self._fitted(config, xnumel, rnumel)
             with _INTERPRETER_LAUNCH:
-                self.kernel[self.grid(config)](*args, **config)
+                self.kernel[self.grid(config, xnumel)](*args, **config)
         else:
-            self.kernel[self.grid(config)](*args, **config)
+            self.kernel[self.grid(config, xnumel)](*args, **config)
 
-    def __call__(self, *args) -> None:
+    def _fitted(self, config: dict, xnumel: int | None, rnumel: int | None) -> dict:
+        """In the interpreter, blocks shrink to this call's sizes: a kernel with sizes as
+        arguments was generated with blocks for any size, and there a block larger than
+        the data costs time (a reduction combines element by element in Python) while a
+        new block size costs nothing. On a GPU a new block size is a new compiled binary:
+        one configuration serves every size."""
+        fitted = dict(config)
+        if xnumel is not None:
+            fitted["XBLOCK"] = min(config["XBLOCK"], next_power_of_two(xnumel))
+        if rnumel is not None and self.template == "looped_reduction":
+            fitted["RBLOCK"] = min(config["RBLOCK"], next_power_of_two(rnumel))
+        return fitted
+
+    def __call__(self, *args, xnumel: int | None = None, rnumel: int | None = None) -> None:
+        """Launch on ``args``; ``xnumel``/``rnumel`` are this call's row count and row
+        length when sizes are arguments."""
         if self.chosen is None:
-            self.chosen = self._choose(args)
-        self.launch(self.chosen, args)
+            self.chosen = self._choose(args, xnumel)
+        self.launch(self.chosen, args, xnumel, rnumel)
 
-    def _choose(self, args: tuple) -> dict:
+    def _choose(self, args: tuple, xnumel: int | None) -> dict:
         on_gpu = any(isinstance(a, torch.Tensor) and a.is_cuda for a in args)
         if not on_gpu or interpreter_enabled():
             return self.configs[0]
@@ -90,12 +110,12 @@ class KernelLauncher:
         # re-running them into the same outputs is harmless.
         timings = []
         for config in self.configs:
-            self.launch(config, args)  # compiles
+            self.launch(config, args, xnumel)  # compiles
             torch.cuda.synchronize()
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
             for _ in range(5):
-                self.launch(config, args)
+                self.launch(config, args, xnumel)
             end.record()
             torch.cuda.synchronize()
             timings.append((start.elapsed_time(end), config))

@@ -18,7 +18,7 @@ from typing import Any, Callable
 import torch
 
 from . import indexing
-from .indexing import ZERO, Const
+from .indexing import ZERO
 from .ir import Load
 
 
@@ -126,11 +126,13 @@ def slice_view(value: TensorValue, dim: int, start: int, step: int, out_shape: t
     return value.derive(out_shape, to_self, call)
 
 
-def select(value: TensorValue, dim: int, position: int, call: tuple) -> TensorValue:
+def select(value: TensorValue, dim: int, position, call: tuple) -> TensorValue:
+    """``position`` is an int, or a symbolic one proved in range by the caller."""
     dim = dim % len(value.shape)
-    position = position % value.shape[dim]
+    if isinstance(position, int) and isinstance(value.shape[dim], int):
+        position = position % value.shape[dim]
     shape = value.shape[:dim] + value.shape[dim + 1:]
-    return value.derive(shape, lambda index: index[:dim] + (Const(position),) + index[dim:], call)
+    return value.derive(shape, lambda index: index[:dim] + (indexing.as_index(position),) + index[dim:], call)
 
 
 def broadcast_in_dim(value: TensorValue, out_shape: tuple, broadcast_dims, call: tuple) -> TensorValue:
