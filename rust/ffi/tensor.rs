@@ -37,6 +37,40 @@ pub fn object_word(tensor: &Bound<'_, PyAny>, offset: usize) -> Option<usize> {
     Some(unsafe { tensor.as_ptr().cast::<u8>().add(offset).cast::<usize>().read() })
 }
 
+/// Reads the impl pointer of tensors whose Python type is exactly one type, with the
+/// bounds check against that type's size done once, when the reader is made.
+#[derive(Clone, Copy)]
+pub struct ImplReader {
+    type_address: usize,
+    impl_offset: usize,
+}
+
+impl ImplReader {
+    /// A reader for instances of exactly `tensor_type`, or None when the offset does not
+    /// lie inside its instances. The caller keeps `tensor_type` alive as long as the
+    /// reader (its address is what identifies it).
+    pub fn new(tensor_type: &Bound<'_, PyType>, impl_offset: usize) -> Option<ImplReader> {
+        (impl_offset % 8 == 0 && impl_offset + 8 <= basicsize(tensor_type))
+            .then(|| ImplReader { type_address: tensor_type.as_type_ptr() as usize, impl_offset })
+    }
+
+    /// `Err(())` when `value` is not exactly of this reader's type; `Ok(None)` for a NULL
+    /// impl pointer; otherwise its impl.
+    #[inline]
+    #[allow(clippy::result_unit_err)]
+    pub fn impl_of<'a>(&self, value: &'a Bound<'_, PyAny>) -> Result<Option<ImplRef<'a>>, ()> {
+        if value.get_type_ptr() as usize != self.type_address {
+            return Err(());
+        }
+        // SAFETY: `value` is alive and exactly of the type whose tp_basicsize was checked
+        // to cover `impl_offset + 8` when this reader was made (a type's basic size never
+        // changes, and the type is kept alive by the reader's owner, so no other type can
+        // take its address); the read is 8-aligned.
+        let address = unsafe { value.as_ptr().cast::<u8>().add(self.impl_offset).cast::<usize>().read() };
+        Ok(ImplRef::at_address(value, address))
+    }
+}
+
 impl<'a> ImplRef<'a> {
     /// The impl whose address is the object's word at `impl_offset`. The caller
     /// guarantees the object is a tensor of the calibrated type (checked by exact type).

@@ -8,7 +8,7 @@
 use super::check::{short_repr, type_name};
 use super::source::bad;
 use super::tensor_layout::{tensor_layout, TensorLayout};
-use crate::ffi::tensor::ImplRef;
+use crate::ffi::tensor::{ImplReader, ImplRef};
 use crate::errors::Error;
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -27,24 +27,61 @@ pub struct TensorCheck {
     raw: Option<RawExpectation>,
 }
 
-/// dtype, device and dispatch keys as torch stores them, read from the example tensor.
+/// dtype, device and dispatch keys as torch stores them, read from the example tensor,
+/// and where each checked size and stride lives: what the fast path compares in place.
 struct RawExpectation {
     layout: &'static TensorLayout,
+    /// Reads the impl of values of exactly the traced tensor's type.
+    reader: ImplReader,
     dtype: u16,
     device: u32,
     keyset: u64,
+    /// dtype and device as one aligned word, when they share one (`(offset, mask, value)`).
+    meta_word: Option<(usize, u64, u64)>,
+    /// `(byte offset in the impl, expected value)` of every checked inline size and stride.
+    inline_dims: Vec<(usize, i64)>,
 }
 
 impl RawExpectation {
-    fn read(example: &Bound<'_, PyAny>) -> Option<RawExpectation> {
+    fn read(example: &Bound<'_, PyAny>, sizes: &[Option<i64>], strides: &[Option<i64>]) -> Option<RawExpectation> {
         let layout = tensor_layout(example.py())?;
         let imp = ImplRef::of(example, layout.impl_offset)?;
+        let reader = ImplReader::new(&example.get_type(), layout.impl_offset)?;
+        let meta_word = (layout.dtype_offset % 8 == 0 && layout.device_offset == layout.dtype_offset + 2).then(|| {
+            let mask = 0x00ff_ffff_ffff_u64; // 2 bytes of dtype, 3 of device (little-endian)
+            imp.u64_at(layout.dtype_offset).map(|word| (layout.dtype_offset, mask, word & mask))
+        });
+        let mut inline_dims = Vec::new();
+        if sizes.len() <= layout.inline_dims() {
+            for (dim, (size, stride)) in sizes.iter().zip(strides).enumerate() {
+                if let Some(size) = size {
+                    inline_dims.push((layout.sizes_offset() + 8 * dim, *size));
+                }
+                if let Some(stride) = stride {
+                    inline_dims.push((layout.strides_offset() + 8 * dim, *stride));
+                }
+            }
+        }
         Some(RawExpectation {
             layout,
+            reader,
             dtype: imp.u16_at(layout.dtype_offset)?,
             device: imp.bytes3_at(layout.device_offset)?,
             keyset: imp.u64_at(layout.keyset_offset)?,
+            meta_word: meta_word.flatten(),
+            inline_dims,
         })
+    }
+
+    /// Whether dtype, device and dispatch keys are the traced tensor's (None: unreadable).
+    #[inline]
+    fn same_meta(&self, imp: ImplRef<'_>) -> Option<bool> {
+        let layout = self.layout;
+        let meta = match self.meta_word {
+            Some((offset, mask, value)) => imp.u64_at(offset)? & mask == value,
+            None => imp.u16_at(layout.dtype_offset)? == self.dtype && imp.bytes3_at(layout.device_offset)? == self.device,
+        };
+        Some(meta && imp.u64_at(layout.keyset_offset)? == self.keyset)
     }
 }
 
@@ -66,14 +103,16 @@ impl TensorCheck {
         let get = |i: usize| spec.get_item(i).map_err(|_| bad(any, "tensor check too short"));
         let example = get(1)?;
         let attr = |name: &str| example.getattr(name).map_err(|_| bad(any, "tensor example lacks tensor attributes"));
+        let sizes = dims(&get(2)?, any)?;
+        let strides = dims(&get(3)?, any)?;
         let check = TensorCheck {
             tensor_type: example.get_type().unbind(),
             dtype: attr("dtype")?.unbind(),
             device: attr("device")?.unbind(),
             requires_grad: attr("requires_grad")?.is_truthy().map_err(|_| bad(any, "requires_grad"))?,
-            sizes: dims(&get(2)?, any)?,
-            strides: dims(&get(3)?, any)?,
-            raw: RawExpectation::read(&example),
+            raw: RawExpectation::read(&example, &sizes, &strides),
+            sizes,
+            strides,
         };
         if check.sizes.len() != check.strides.len() {
             return Err(bad(any, "sizes and strides differ in length"));
@@ -110,39 +149,43 @@ impl TensorCheck {
     #[inline]
     fn fast_match(&self, value: &Bound<'_, PyAny>) -> Option<bool> {
         let raw = self.raw.as_ref()?;
-        if value.get_type().as_ptr() != self.tensor_type.as_ptr() {
-            return Some(false);
-        }
+        let Ok(imp) = raw.reader.impl_of(value) else { return Some(false) }; // another type
+        let imp = imp?;
         let layout = raw.layout;
-        let imp = ImplRef::of(value, layout.impl_offset)?;
         let ndim = usize::try_from(imp.i64_at(layout.ndim_offset)?).ok()?;
-        if ndim != self.sizes.len() {
+        if ndim != self.sizes.len() || !raw.same_meta(imp)? {
             return Some(false);
         }
-        if imp.u16_at(layout.dtype_offset)? != raw.dtype
-            || imp.bytes3_at(layout.device_offset)? != raw.device
-            || imp.u64_at(layout.keyset_offset)? != raw.keyset
-        {
-            return Some(false);
-        }
-        let inline = ndim <= layout.inline_dims();
-        if !inline && !layout.out_of_line {
-            return None;
-        }
-        for dim in 0..ndim {
-            let (size, stride) = if inline {
-                (imp.i64_at(layout.sizes_offset() + 8 * dim)?, imp.i64_at(layout.strides_offset() + 8 * dim)?)
-            } else {
-                (imp.out_of_line(layout.sizes_offset(), ndim, dim)?, imp.out_of_line(layout.sizes_offset(), ndim, ndim + dim)?)
-            };
-            if self.sizes[dim].is_some_and(|s| s != size) || self.strides[dim].is_some_and(|s| s != stride) {
-                return Some(false);
+        if ndim <= layout.inline_dims() {
+            for &(offset, expected) in &raw.inline_dims {
+                if imp.i64_at(offset)? != expected {
+                    return Some(false);
+                }
             }
+        } else if !self.out_of_line_match(imp, ndim)? {
+            return Some(false);
         }
         // No autograd metadata means requires_grad is False; otherwise ask torch.
         let requires_grad = imp.u64_at(layout.autograd_offset)? != 0
             && value.getattr(pyo3::intern!(value.py(), "requires_grad")).ok()?.is_truthy().ok()?;
         Some(requires_grad == self.requires_grad)
+    }
+
+    /// Sizes and strides of a tensor with more dims than fit inline (None: not verified).
+    #[cold]
+    fn out_of_line_match(&self, imp: ImplRef<'_>, ndim: usize) -> Option<bool> {
+        let layout = self.raw.as_ref()?.layout;
+        if !layout.out_of_line {
+            return None;
+        }
+        for dim in 0..ndim {
+            let size = imp.out_of_line(layout.sizes_offset(), ndim, dim)?;
+            let stride = imp.out_of_line(layout.sizes_offset(), ndim, ndim + dim)?;
+            if self.sizes[dim].is_some_and(|s| s != size) || self.strides[dim].is_some_and(|s| s != stride) {
+                return Some(false);
+            }
+        }
+        Some(true)
     }
 
     /// None if `value` matches; otherwise what differs first. Allocates nothing.

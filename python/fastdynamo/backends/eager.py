@@ -27,9 +27,10 @@ _counter = itertools.count()
 GENERATED_FILENAME_PREFIX = "<fastdynamo-graph-"
 
 
-def graph_to_function(gm: torch.fx.GraphModule) -> types.MethodType:
-    """Python source for ``gm``'s graph, compiled into a function of the graph inputs."""
-    python_code = gm.graph.python_code(root_module="self")
+def graph_to_function(gm: torch.fx.GraphModule, graph: torch.fx.Graph | None = None) -> types.MethodType:
+    """Python source for ``gm``'s graph (or ``graph``, whose attributes are ``gm``'s),
+    compiled into a function of the graph inputs."""
+    python_code = (gm.graph if graph is None else graph).python_code(root_module="self")
     filename = f"{GENERATED_FILENAME_PREFIX}{next(_counter)}>"
     source = python_code.src
     # register the source so tracebacks into graph code show lines
@@ -38,6 +39,37 @@ def graph_to_function(gm: torch.fx.GraphModule) -> types.MethodType:
     exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - our own generated code
     forward = namespace["forward"]
     return forward.__get__(gm)  # bound to the module only for get_attr nodes
+
+
+def graph_function_returning(compiled_fn: Any, output: int | tuple[int, ...]) -> Any:
+    """The graph function ``compiled_fn`` made by this backend, returning only graph output
+    ``output`` (or a new tuple of the outputs at those indices) instead of the tuple of all
+    of them: what the native dispatcher calls for a frame whose result is just that. None
+    when ``compiled_fn`` is not such a function.
+
+    >>> import operator
+    >>> g = torch.fx.Graph(); x = g.placeholder("x")
+    >>> _ = g.output((g.call_function(operator.add, (x, 1)), x))
+    >>> fn = eager(torch.fx.GraphModule(torch.nn.Module(), g), [torch.ones(1)])
+    >>> graph_function_returning(fn, 0)(torch.ones(1))
+    tensor([2.])
+    >>> graph_function_returning(fn, (1, 0))(torch.ones(1))
+    (tensor([1.]), tensor([2.]))
+    """
+    gm = getattr(compiled_fn, "__self__", None)
+    function = getattr(compiled_fn, "__func__", None)
+    if not isinstance(gm, torch.fx.GraphModule) or not isinstance(function, types.FunctionType):
+        return None
+    if not function.__code__.co_filename.startswith(GENERATED_FILENAME_PREFIX):
+        return None
+    if type(gm.graph._codegen) is not torch.fx.graph.CodeGen:
+        return None  # inputs or outputs rearranged by the graph's own codegen
+    graph = torch.fx.Graph()
+    outputs = graph.graph_copy(gm.graph, {})
+    if not isinstance(outputs, (tuple, list)):
+        return None
+    graph.output(outputs[output] if isinstance(output, int) else tuple(outputs[i] for i in output))
+    return graph_to_function(gm, graph)
 
 
 @register_backend("eager")
