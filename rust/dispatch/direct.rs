@@ -139,9 +139,13 @@ impl DirectCall {
             arguments.push(bound_self.bind_borrowed(py));
         }
         let mut read_values = read_values.iter();
+        let slots = input.bound_arguments();
         for graph_input in &self.inputs {
             let value = match graph_input {
-                Input::Argument(index) => input.local(*index),
+                Input::Argument(index) => match slots {
+                    Some(slots) => slots.get(py, *index),
+                    None => input.local(*index),
+                },
                 Input::Path(_) => read_values.next().map(Bound::as_borrowed),
             };
             match value {

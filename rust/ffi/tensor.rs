@@ -71,7 +71,26 @@ impl ImplReader {
     }
 }
 
+/// A byte offset of an aligned 8-byte word inside [`IMPL_WINDOW`], checked when made, so
+/// that the reads of the guards' fast path need no check of their own.
+#[derive(Clone, Copy, Debug)]
+pub struct WordOffset(usize);
+
+impl WordOffset {
+    pub fn new(offset: usize) -> Option<WordOffset> {
+        (offset % 8 == 0 && offset + 8 <= IMPL_WINDOW).then_some(WordOffset(offset))
+    }
+}
+
 impl<'a> ImplRef<'a> {
+    /// The 8-byte word at `offset`.
+    #[inline]
+    pub fn word(self, offset: WordOffset) -> u64 {
+        // SAFETY: as in `read`: a live impl at least IMPL_WINDOW bytes long; `WordOffset`
+        // guarantees an aligned word inside that window.
+        unsafe { self.base.add(offset.0).cast::<u64>().read() }
+    }
+
     /// The impl whose address is the object's word at `impl_offset`. The caller
     /// guarantees the object is a tensor of the calibrated type (checked by exact type).
     pub fn of(tensor: &'a Bound<'_, PyAny>, impl_offset: usize) -> Option<ImplRef<'a>> {

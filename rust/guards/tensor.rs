@@ -8,7 +8,7 @@
 use super::check::{short_repr, type_name};
 use super::source::bad;
 use super::tensor_layout::{tensor_layout, TensorLayout};
-use crate::ffi::tensor::{ImplReader, ImplRef};
+use crate::ffi::tensor::{ImplReader, ImplRef, WordOffset};
 use crate::errors::Error;
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -33,55 +33,54 @@ struct RawExpectation {
     layout: &'static TensorLayout,
     /// Reads the impl of values of exactly the traced tensor's type.
     reader: ImplReader,
-    dtype: u16,
-    device: u32,
+    ndim_at: WordOffset,
+    ndim: u64,
+    /// The word holding dtype and device, the mask of their bytes, and their value.
+    meta: (WordOffset, u64, u64),
+    keyset_at: WordOffset,
     keyset: u64,
-    /// dtype and device as one aligned word, when they share one (`(offset, mask, value)`).
-    meta_word: Option<(usize, u64, u64)>,
-    /// `(byte offset in the impl, expected value)` of every checked inline size and stride.
-    inline_dims: Vec<(usize, i64)>,
+    autograd_at: WordOffset,
+    /// Every checked size and stride, when they are stored inline (else None).
+    inline_dims: Option<Vec<(WordOffset, i64)>>,
 }
 
 impl RawExpectation {
+    /// None (the slow path) also when dtype and device do not share one aligned word.
     fn read(example: &Bound<'_, PyAny>, sizes: &[Option<i64>], strides: &[Option<i64>]) -> Option<RawExpectation> {
         let layout = tensor_layout(example.py())?;
         let imp = ImplRef::of(example, layout.impl_offset)?;
         let reader = ImplReader::new(&example.get_type(), layout.impl_offset)?;
-        let meta_word = (layout.dtype_offset % 8 == 0 && layout.device_offset == layout.dtype_offset + 2).then(|| {
-            let mask = 0x00ff_ffff_ffff_u64; // 2 bytes of dtype, 3 of device (little-endian)
-            imp.u64_at(layout.dtype_offset).map(|word| (layout.dtype_offset, mask, word & mask))
-        });
-        let mut inline_dims = Vec::new();
-        if sizes.len() <= layout.inline_dims() {
+        if layout.device_offset != layout.dtype_offset + 2 {
+            return None;
+        }
+        let meta_at = WordOffset::new(layout.dtype_offset)?;
+        let mask = 0x00ff_ffff_ffff_u64; // 2 bytes of dtype, 3 of device (little-endian)
+        let inline_dims = if sizes.len() <= layout.inline_dims() {
+            let mut dims = Vec::new();
             for (dim, (size, stride)) in sizes.iter().zip(strides).enumerate() {
                 if let Some(size) = size {
-                    inline_dims.push((layout.sizes_offset() + 8 * dim, *size));
+                    dims.push((WordOffset::new(layout.sizes_offset() + 8 * dim)?, *size));
                 }
                 if let Some(stride) = stride {
-                    inline_dims.push((layout.strides_offset() + 8 * dim, *stride));
+                    dims.push((WordOffset::new(layout.strides_offset() + 8 * dim)?, *stride));
                 }
             }
-        }
+            Some(dims)
+        } else {
+            None
+        };
+        let keyset_at = WordOffset::new(layout.keyset_offset)?;
         Some(RawExpectation {
             layout,
             reader,
-            dtype: imp.u16_at(layout.dtype_offset)?,
-            device: imp.bytes3_at(layout.device_offset)?,
-            keyset: imp.u64_at(layout.keyset_offset)?,
-            meta_word: meta_word.flatten(),
+            ndim_at: WordOffset::new(layout.ndim_offset)?,
+            ndim: sizes.len() as u64,
+            meta: (meta_at, mask, imp.word(meta_at) & mask),
+            keyset_at,
+            keyset: imp.word(keyset_at),
+            autograd_at: WordOffset::new(layout.autograd_offset)?,
             inline_dims,
         })
-    }
-
-    /// Whether dtype, device and dispatch keys are the traced tensor's (None: unreadable).
-    #[inline]
-    fn same_meta(&self, imp: ImplRef<'_>) -> Option<bool> {
-        let layout = self.layout;
-        let meta = match self.meta_word {
-            Some((offset, mask, value)) => imp.u64_at(offset)? & mask == value,
-            None => imp.u16_at(layout.dtype_offset)? == self.dtype && imp.bytes3_at(layout.device_offset)? == self.device,
-        };
-        Some(meta && imp.u64_at(layout.keyset_offset)? == self.keyset)
     }
 }
 
@@ -121,6 +120,15 @@ impl TensorCheck {
         Ok(check)
     }
 
+    /// Whether `value` passes (the fast path's question: no reason to write).
+    #[inline]
+    pub fn passes(&self, value: &Bound<'_, PyAny>) -> bool {
+        match self.fast_match(value) {
+            Some(passed) => passed,
+            None => self.first_mismatch(value).is_none(),
+        }
+    }
+
     pub fn run(&self, value: &Bound<'_, PyAny>, name: &str, reason: Option<&mut String>) -> bool {
         let fast = self.fast_match(value);
         if fast == Some(true) || (fast == Some(false) && reason.is_none()) {
@@ -151,22 +159,19 @@ impl TensorCheck {
         let raw = self.raw.as_ref()?;
         let Ok(imp) = raw.reader.impl_of(value) else { return Some(false) }; // another type
         let imp = imp?;
-        let layout = raw.layout;
-        let ndim = usize::try_from(imp.i64_at(layout.ndim_offset)?).ok()?;
-        if ndim != self.sizes.len() || !raw.same_meta(imp)? {
+        let (meta_at, mask, meta) = raw.meta;
+        if imp.word(raw.ndim_at) != raw.ndim || imp.word(meta_at) & mask != meta || imp.word(raw.keyset_at) != raw.keyset {
             return Some(false);
         }
-        if ndim <= layout.inline_dims() {
-            for &(offset, expected) in &raw.inline_dims {
-                if imp.i64_at(offset)? != expected {
-                    return Some(false);
-                }
-            }
-        } else if !self.out_of_line_match(imp, ndim)? {
+        let dims_match = match &raw.inline_dims {
+            Some(dims) => dims.iter().all(|&(at, expected)| imp.word(at).cast_signed() == expected),
+            None => self.out_of_line_match(imp, self.sizes.len())?,
+        };
+        if !dims_match {
             return Some(false);
         }
         // No autograd metadata means requires_grad is False; otherwise ask torch.
-        let requires_grad = imp.u64_at(layout.autograd_offset)? != 0
+        let requires_grad = imp.word(raw.autograd_at) != 0
             && value.getattr(pyo3::intern!(value.py(), "requires_grad")).ok()?.is_truthy().ok()?;
         Some(requires_grad == self.requires_grad)
     }
