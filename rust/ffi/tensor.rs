@@ -57,7 +57,7 @@ impl ImplReader {
     /// `Err(())` when `value` is not exactly of this reader's type; `Ok(None)` for a NULL
     /// impl pointer; otherwise its impl.
     #[inline]
-    #[allow(clippy::result_unit_err)]
+    #[allow(clippy::result_unit_err, clippy::cast_ptr_alignment)] // the offset is 8-aligned (checked in `new`)
     pub fn impl_of<'a>(&self, value: &'a Bound<'_, PyAny>) -> Result<Option<ImplRef<'a>>, ()> {
         if value.get_type_ptr() as usize != self.type_address {
             return Err(());
@@ -85,6 +85,7 @@ impl WordOffset {
 impl<'a> ImplRef<'a> {
     /// The 8-byte word at `offset`.
     #[inline]
+    #[allow(clippy::cast_ptr_alignment)] // the impl and `WordOffset` are 8-aligned
     pub fn word(self, offset: WordOffset) -> u64 {
         // SAFETY: as in `read`: a live impl at least IMPL_WINDOW bytes long; `WordOffset`
         // guarantees an aligned word inside that window.

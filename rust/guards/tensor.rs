@@ -164,7 +164,7 @@ impl TensorCheck {
             return Some(false);
         }
         let dims_match = match &raw.inline_dims {
-            Some(dims) => dims.iter().all(|&(at, expected)| imp.word(at).cast_signed() == expected),
+            Some(dims) => dims.iter().all(|&(at, expected)| i64::from_ne_bytes(imp.word(at).to_ne_bytes()) == expected),
             None => self.out_of_line_match(imp, self.sizes.len())?,
         };
         if !dims_match {
