@@ -12,6 +12,7 @@ directly, without ``nn.Module.__call__``, so a cache hit costs little more than 
 """
 from __future__ import annotations
 
+import ast
 import itertools
 import linecache
 import types
@@ -27,18 +28,45 @@ _counter = itertools.count()
 GENERATED_FILENAME_PREFIX = "<fastdynamo-graph-"
 
 
-def graph_to_function(gm: torch.fx.GraphModule, graph: torch.fx.Graph | None = None) -> types.MethodType:
+def graph_to_function(gm: torch.fx.GraphModule, graph: torch.fx.Graph | None = None,
+                      keep_inputs: bool = False) -> types.MethodType:
     """Python source for ``gm``'s graph (or ``graph``, whose attributes are ``gm``'s),
-    compiled into a function of the graph inputs."""
-    python_code = (gm.graph if graph is None else graph).python_code(root_module="self")
+    compiled into a function of the graph inputs. ``keep_inputs``: without FX's
+    ``input = None`` stores after an input's last use (they free nothing when the caller
+    holds the inputs anyway)."""
+    graph = gm.graph if graph is None else graph
+    python_code = graph.python_code(root_module="self")
     filename = f"{GENERATED_FILENAME_PREFIX}{next(_counter)}>"
     source = python_code.src
+    if keep_inputs:
+        source = _without_clearing(source, {n.name for n in graph.nodes if n.op == "placeholder"})
     # register the source so tracebacks into graph code show lines
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     namespace = dict(python_code.globals)
     exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - our own generated code
     forward = namespace["forward"]
     return forward.__get__(gm)  # bound to the module only for get_attr nodes
+
+
+class _KeepNames(ast.NodeTransformer):
+    """Drops ``names`` from ``a = b = None`` statements (and the statement when none is left)."""
+
+    def __init__(self, names: set[str]) -> None:
+        self.names = names
+
+    def visit_Assign(self, node: ast.Assign) -> ast.Assign | None:
+        if not (isinstance(node.value, ast.Constant) and node.value.value is None):
+            return node
+        kept = [t for t in node.targets if not (isinstance(t, ast.Name) and t.id in self.names)]
+        if not kept:
+            return None
+        node.targets = kept
+        return node
+
+
+def _without_clearing(source: str, names: set[str]) -> str:
+    tree = _KeepNames(names).visit(ast.parse(source))
+    return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
 
 
 def graph_function_returning(compiled_fn: Any, output: int | tuple[int, ...]) -> Any:
@@ -69,7 +97,8 @@ def graph_function_returning(compiled_fn: Any, output: int | tuple[int, ...]) ->
     if not isinstance(outputs, (tuple, list)):
         return None
     graph.output(outputs[output] if isinstance(output, int) else tuple(outputs[i] for i in output))
-    return graph_to_function(gm, graph)
+    # The dispatcher's caller holds the inputs for the whole call: clearing them frees nothing.
+    return graph_to_function(gm, graph, keep_inputs=True)
 
 
 @register_backend("eager")
