@@ -70,11 +70,21 @@ impl<'a, 'py> GuardInput<'a, 'py> {
         self.py
     }
 
+    #[inline]
     pub fn local(&self, index: usize) -> Option<Borrowed<'_, 'py, PyAny>> {
         match &self.locals {
             Locals::Frame(frame) => frame.local(index),
             Locals::List(list) => crate::ffi::list::borrowed_item(*list, index),
             Locals::Arguments(slots) => slots.get(self.py, index),
+        }
+    }
+
+    /// The argument slots a dispatcher bound (None for a frame or a snapshot).
+    #[inline]
+    pub fn bound_arguments(&self) -> Option<Arguments<'_>> {
+        match &self.locals {
+            Locals::Arguments(slots) => Some(*slots),
+            _ => None,
         }
     }
 

@@ -143,7 +143,8 @@ class DirectCall:
     """A compiled graph and how a dispatcher calls it from a call's bound arguments.
 
     ``inputs`` are source specs (as guards take them), ``output`` an index into the
-    graph's result or a tuple of indices; ``fallback`` says whether the transformed code
+    graph's result, a tuple of indices, or None when the graph's result is the frame's
+    (a bound method is called as its function with ``__self__`` first); ``fallback`` says whether the transformed code
     reruns the frame as Python when the graph raises (in ``grad_mode``).
     """
 
@@ -151,7 +152,7 @@ class DirectCall:
         cls,
         graph: Callable[..., Any],
         inputs: Iterable[_Source],
-        output: int | tuple[int, ...],
+        output: int | tuple[int, ...] | None,
         fallback: bool,
         grad_mode: bool,
     ) -> DirectCall: ...

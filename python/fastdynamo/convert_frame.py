@@ -27,7 +27,7 @@ import torch
 
 from . import config, logs
 from ._runtime import native
-from .backends.eager import GENERATED_FILENAME_PREFIX
+from .backends.eager import GENERATED_FILENAME_PREFIX, graph_function_returning
 from .bytecode import format_side_by_side, version
 from .capture import Broken, Captured, DynamicPolicy, translate, translate_to_break
 from .dispatch import direct_call_for
@@ -316,7 +316,7 @@ class ConvertFrame:
                                     may_catch=result.traced_handlers)
         self.install_capture(runtime, frame, name, result, compiled_fn, new_code)
         direct = direct_call_for(runtime, result, compiled_fn, fallback is not None,
-                                 torch.is_grad_enabled())
+                                 torch.is_grad_enabled(), graph_function_returning)
         return runtime.CacheEntry(compile_guards(result.guards), new_code, direct)
 
     def with_shapes(self, code: CodeType, trace: Callable[[DynamicPolicy], Any]) -> Any:

@@ -24,7 +24,7 @@ True
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .plans import BuildTuple, GraphOutput, Shared
@@ -46,13 +46,18 @@ def direct_output(plan: Any, effects: Sequence[Any]) -> int | tuple[int, ...] | 
 
 
 def direct_call_for(runtime: Any, capture: Any, compiled_fn: Any, has_fallback: bool,
-                    grad_mode: bool) -> Any:
+                    grad_mode: bool, returning: Callable[[Any, Any], Any] | None = None) -> Any:
     """The ``DirectCall`` of ``compiled_fn`` for a whole-frame capture, or None (see
-    :func:`direct_output`)."""
+    :func:`direct_output`). ``returning(compiled_fn, output)``, when given, may return a
+    variant of the graph function whose result is already the frame's (no tuple of all
+    outputs to build and pick from); the call then returns what it returns."""
     output = direct_output(capture.output, capture.effects)
     if output is None:
         return None
     inputs = [source.spec() for source in capture.graph_inputs]
+    narrowed = returning(compiled_fn, output) if returning is not None else None
+    if narrowed is not None:
+        return runtime.DirectCall(narrowed, inputs, None, has_fallback, grad_mode)
     return runtime.DirectCall(compiled_fn, inputs, output, has_fallback, grad_mode)
 
 

@@ -8,6 +8,7 @@ use crate::frame_info::GuardInput;
 use crate::guards::source::{parse_source, Accessor};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
+use pyo3::intern;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// How one graph input is read: an argument slot, or a path of reads from a root, as the
@@ -19,6 +20,8 @@ enum Input {
 
 /// What the transformed code returns from the graph's result.
 enum Output {
+    /// The callable's result itself (a graph function made to return the frame's result).
+    Whole,
     /// `result[i]`.
     Item(usize),
     /// `(result[i], result[j], ...)`, a new tuple.
@@ -41,6 +44,10 @@ pub enum Outcome<'py> {
 #[pyclass(frozen, module = "fastdynamo._native")]
 pub struct DirectCall {
     graph: Py<PyAny>,
+    /// What is called: the graph, or the function of a graph that is a bound method.
+    callee: Py<PyAny>,
+    /// The bound method's `__self__`, passed first (no method object in between).
+    bound_self: Option<Py<PyAny>>,
     inputs: Vec<Input>,
     output: Output,
     fallback: bool,
@@ -53,7 +60,8 @@ impl DirectCall {
     /// `DirectCall(graph, inputs, output, fallback, grad_mode)`: `inputs` are source specs
     /// (as guards take them), `output` an index into the graph's result or a tuple of
     /// indices; `fallback` says whether the transformed code reruns the frame as Python
-    /// when the graph raises, in `grad_mode` (the frame's guarded grad mode).
+    /// when the graph raises, in `grad_mode` (the frame's guarded grad mode). `output`
+    /// None: the graph's result is the frame's result.
     #[new]
     fn py_new(graph: Bound<'_, PyAny>, inputs: &Bound<'_, PyAny>, output: &Bound<'_, PyAny>, fallback: bool, grad_mode: bool) -> PyResult<Self> {
         let mut parsed = Vec::new();
@@ -68,11 +76,15 @@ impl DirectCall {
                 _ => Input::Path(std::mem::take(&mut steps)),
             });
         }
-        let output = match output.extract::<usize>() {
-            Ok(index) => Output::Item(index),
-            Err(_) => Output::Tuple(output.extract::<Vec<usize>>()?),
+        let output = if output.is_none() {
+            Output::Whole
+        } else if let Ok(index) = output.extract::<usize>() {
+            Output::Item(index)
+        } else {
+            Output::Tuple(output.extract::<Vec<usize>>()?)
         };
-        Ok(Self { graph: graph.unbind(), inputs: parsed, output, fallback, grad_mode, hits: AtomicU64::new(0) })
+        let (callee, bound_self) = unbind_method(&graph)?;
+        Ok(Self { graph: graph.unbind(), callee, bound_self, inputs: parsed, output, fallback, grad_mode, hits: AtomicU64::new(0) })
     }
 
     /// The compiled graph.
@@ -122,11 +134,18 @@ impl DirectCall {
                 }
             }
         }
-        let mut arguments = ArgumentBuffer::with_capacity(self.inputs.len());
+        let mut arguments = ArgumentBuffer::with_capacity(self.inputs.len() + 1);
+        if let Some(bound_self) = &self.bound_self {
+            arguments.push(bound_self.bind_borrowed(py));
+        }
         let mut read_values = read_values.iter();
+        let slots = input.bound_arguments();
         for graph_input in &self.inputs {
             let value = match graph_input {
-                Input::Argument(index) => input.local(*index),
+                Input::Argument(index) => match slots {
+                    Some(slots) => slots.get(py, *index),
+                    None => input.local(*index),
+                },
                 Input::Path(_) => read_values.next().map(Bound::as_borrowed),
             };
             match value {
@@ -134,16 +153,20 @@ impl DirectCall {
                 None => return Outcome::Unreadable,
             }
         }
-        let result = match vectorcall_arguments(self.graph.bind(py), arguments.arguments(), None) {
+        let result = match vectorcall_arguments(self.callee.bind(py), arguments.arguments(), None) {
             Ok(result) => result,
             Err(err) => return Outcome::GraphFailed(err),
         };
         self.hits.store(self.hits() + 1, Ordering::Relaxed);
-        Outcome::Done(self.pick(&result))
+        match self.output {
+            Output::Whole => Outcome::Done(Ok(result)),
+            _ => Outcome::Done(self.pick(&result)),
+        }
     }
 
     fn pick<'py>(&self, result: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         match &self.output {
+            Output::Whole => Ok(result.clone()),
             Output::Item(index) => item(result, *index),
             Output::Tuple(indices) => {
                 let items = indices.iter().map(|&i| item(result, i)).collect::<PyResult<Vec<_>>>()?;
@@ -159,6 +182,17 @@ fn item<'py>(result: &Bound<'py, PyAny>, index: usize) -> PyResult<Bound<'py, Py
         Ok(tuple) if index < tuple.len() => tuple.get_item(index),
         _ => result.get_item(index),
     }
+}
+
+/// `(method.__func__, Some(method.__self__))` for an exact bound method, else `(graph,
+/// None)`: calling the function with `__self__` first is what calling the method does.
+fn unbind_method(graph: &Bound<'_, PyAny>) -> PyResult<(Py<PyAny>, Option<Py<PyAny>>)> {
+    let py = graph.py();
+    let method_type = py.import(intern!(py, "types"))?.getattr(intern!(py, "MethodType"))?;
+    if !graph.get_type().is(&method_type) {
+        return Ok((graph.clone().unbind(), None));
+    }
+    Ok((graph.getattr(intern!(py, "__func__"))?.unbind(), Some(graph.getattr(intern!(py, "__self__"))?.unbind())))
 }
 
 fn read_path<'py>(steps: &[Accessor], input: &GuardInput<'_, 'py>) -> Option<Bound<'py, PyAny>> {

@@ -66,6 +66,7 @@ impl<'f> Arguments<'f> {
     }
 
     /// Argument `index`, borrowed for as long as the arguments live.
+    #[inline]
     pub fn get<'py>(&self, py: Python<'py>, index: usize) -> Option<Borrowed<'f, 'py, PyAny>> {
         let ptr = *self.pointers.get(index)?;
         // SAFETY: every pointer is a live, non-NULL reference for 'f (constructor contract).
@@ -101,11 +102,14 @@ impl<'a> ArgumentBuffer<'a> {
         Self { inline: [std::ptr::null_mut(); STACK_ARGS], len: 0, heap, _borrows: std::marker::PhantomData }
     }
 
+    #[inline]
     fn push_pointer(&mut self, pointer: *mut ffi::PyObject) {
-        if self.heap.is_empty() && self.len < STACK_ARGS {
+        if self.heap.capacity() == 0 && self.len < STACK_ARGS {
             self.inline[self.len] = pointer;
         } else {
-            if self.heap.is_empty() {
+            if self.heap.capacity() == 0 {
+                // The inline buffer is full: move to the heap (a buffer made larger than
+                // the inline one starts there).
                 self.heap.extend_from_slice(&self.inline[..self.len]);
             }
             self.heap.push(pointer);
@@ -113,6 +117,7 @@ impl<'a> ArgumentBuffer<'a> {
         self.len += 1;
     }
 
+    #[inline]
     pub fn push(&mut self, value: Borrowed<'a, '_, PyAny>) {
         self.push_pointer(value.as_ptr());
     }
@@ -124,7 +129,7 @@ impl<'a> ArgumentBuffer<'a> {
     }
 
     pub fn arguments(&self) -> Arguments<'_> {
-        let pointers = if self.heap.is_empty() { &self.inline[..self.len] } else { &self.heap[..] };
+        let pointers = if self.heap.capacity() == 0 { &self.inline[..self.len] } else { &self.heap[..] };
         Arguments { pointers }
     }
 }

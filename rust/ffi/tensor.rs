@@ -37,7 +37,61 @@ pub fn object_word(tensor: &Bound<'_, PyAny>, offset: usize) -> Option<usize> {
     Some(unsafe { tensor.as_ptr().cast::<u8>().add(offset).cast::<usize>().read() })
 }
 
+/// Reads the impl pointer of tensors whose Python type is exactly one type, with the
+/// bounds check against that type's size done once, when the reader is made.
+#[derive(Clone, Copy)]
+pub struct ImplReader {
+    type_address: usize,
+    impl_offset: usize,
+}
+
+impl ImplReader {
+    /// A reader for instances of exactly `tensor_type`, or None when the offset does not
+    /// lie inside its instances. The caller keeps `tensor_type` alive as long as the
+    /// reader (its address is what identifies it).
+    pub fn new(tensor_type: &Bound<'_, PyType>, impl_offset: usize) -> Option<ImplReader> {
+        (impl_offset % 8 == 0 && impl_offset + 8 <= basicsize(tensor_type))
+            .then(|| ImplReader { type_address: tensor_type.as_type_ptr() as usize, impl_offset })
+    }
+
+    /// `Err(())` when `value` is not exactly of this reader's type; `Ok(None)` for a NULL
+    /// impl pointer; otherwise its impl.
+    #[inline]
+    #[allow(clippy::result_unit_err, clippy::cast_ptr_alignment)] // the offset is 8-aligned (checked in `new`)
+    pub fn impl_of<'a>(&self, value: &'a Bound<'_, PyAny>) -> Result<Option<ImplRef<'a>>, ()> {
+        if value.get_type_ptr() as usize != self.type_address {
+            return Err(());
+        }
+        // SAFETY: `value` is alive and exactly of the type whose tp_basicsize was checked
+        // to cover `impl_offset + 8` when this reader was made (a type's basic size never
+        // changes, and the type is kept alive by the reader's owner, so no other type can
+        // take its address); the read is 8-aligned.
+        let address = unsafe { value.as_ptr().cast::<u8>().add(self.impl_offset).cast::<usize>().read() };
+        Ok(ImplRef::at_address(value, address))
+    }
+}
+
+/// A byte offset of an aligned 8-byte word inside [`IMPL_WINDOW`], checked when made, so
+/// that the reads of the guards' fast path need no check of their own.
+#[derive(Clone, Copy, Debug)]
+pub struct WordOffset(usize);
+
+impl WordOffset {
+    pub fn new(offset: usize) -> Option<WordOffset> {
+        (offset % 8 == 0 && offset + 8 <= IMPL_WINDOW).then_some(WordOffset(offset))
+    }
+}
+
 impl<'a> ImplRef<'a> {
+    /// The 8-byte word at `offset`.
+    #[inline]
+    #[allow(clippy::cast_ptr_alignment)] // the impl and `WordOffset` are 8-aligned
+    pub fn word(self, offset: WordOffset) -> u64 {
+        // SAFETY: as in `read`: a live impl at least IMPL_WINDOW bytes long; `WordOffset`
+        // guarantees an aligned word inside that window.
+        unsafe { self.base.add(offset.0).cast::<u64>().read() }
+    }
+
     /// The impl whose address is the object's word at `impl_offset`. The caller
     /// guarantees the object is a tensor of the calibrated type (checked by exact type).
     pub fn of(tensor: &'a Bound<'_, PyAny>, impl_offset: usize) -> Option<ImplRef<'a>> {

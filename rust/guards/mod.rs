@@ -74,6 +74,11 @@ pub struct GuardSet {
     /// Relations between symbolic sizes (dynamic entries), checked after the tree.
     shapes: Option<shape::ShapeGuards>,
     count: usize,
+    /// The fast path's order: `(slot, root)` for roots that are an argument slot with only
+    /// tensor checks (checked from the slot in place, nothing else to read), then the
+    /// other roots, in spec order.
+    argument_tensors: Vec<(usize, usize)>,
+    other_roots: Vec<usize>,
 }
 
 impl GuardSet {
@@ -122,7 +127,8 @@ impl GuardSet {
             node.checks.push(check);
         }
         let torch = if state_checks.is_empty() { None } else { Some(TorchState::load(py)?) };
-        Ok(GuardSet { roots, state_checks, relations, torch, shapes, count })
+        let (argument_tensors, other_roots) = split_argument_tensors(&roots);
+        Ok(GuardSet { roots, state_checks, relations, torch, shapes, count, argument_tensors, other_roots })
     }
 
     /// Fast path: true when every guard passes. Stops at the first failure.
@@ -148,13 +154,54 @@ impl GuardSet {
                 return false;
             }
         }
-        let tree = self.roots.iter().all(|root| match root.accessor.read_root(input) {
-            Some(value) => root.run(&value, &mut reason),
-            None => unreadable(&root.name, &mut reason),
-        });
+        let run_root = |root: &Node, reason: &mut Option<&mut String>| match root.accessor.read_root(input) {
+            Some(value) => root.run(&value, reason),
+            None => unreadable(&root.name, reason),
+        };
+        let tree = if reason.is_none() {
+            self.argument_tensors_pass(input) && self.other_roots.iter().all(|&i| run_root(&self.roots[i], &mut None))
+        } else {
+            // The verbose path keeps the spec order, so the reason is the first failure.
+            self.roots.iter().all(|root| run_root(root, &mut reason))
+        };
         tree && self.relations.iter().all(|relation| relation.run(input, reason.as_deref_mut()))
             && self.shapes.as_ref().is_none_or(|shapes| shapes.run(input, reason))
     }
+}
+
+impl GuardSet {
+    /// The tensor checks of argument slots, on the values in place (fast path only).
+    #[inline]
+    fn argument_tensors_pass(&self, input: &GuardInput<'_, '_>) -> bool {
+        let py = input.py();
+        let slots = input.bound_arguments();
+        self.argument_tensors.iter().all(|&(slot, root)| {
+            let value = match slots {
+                Some(slots) => slots.get(py, slot),
+                None => input.local(slot),
+            };
+            let Some(value) = value else { return false };
+            self.roots[root].checks.iter().all(|check| match check {
+                Check::Tensor(tensor) => tensor.passes(&value),
+                _ => false, // only tensor checks are collected here
+            })
+        })
+    }
+}
+
+/// `(slot, root index)` of the roots that read an argument slot and only check it as a
+/// tensor, and the indices of the other roots.
+fn split_argument_tensors(roots: &[Node]) -> (Vec<(usize, usize)>, Vec<usize>) {
+    let mut argument_tensors = Vec::new();
+    let mut others = Vec::new();
+    for (index, root) in roots.iter().enumerate() {
+        let only_tensors = root.children.is_empty() && root.checks.iter().all(|c| matches!(c, Check::Tensor(_)));
+        match root.accessor {
+            Accessor::Local(slot) if only_tensors => argument_tensors.push((slot, index)),
+            _ => others.push(index),
+        }
+    }
+    (argument_tensors, others)
 }
 
 #[pymethods]

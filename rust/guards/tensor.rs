@@ -8,7 +8,7 @@
 use super::check::{short_repr, type_name};
 use super::source::bad;
 use super::tensor_layout::{tensor_layout, TensorLayout};
-use crate::ffi::tensor::ImplRef;
+use crate::ffi::tensor::{ImplReader, ImplRef, WordOffset};
 use crate::errors::Error;
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -27,23 +27,59 @@ pub struct TensorCheck {
     raw: Option<RawExpectation>,
 }
 
-/// dtype, device and dispatch keys as torch stores them, read from the example tensor.
+/// dtype, device and dispatch keys as torch stores them, read from the example tensor,
+/// and where each checked size and stride lives: what the fast path compares in place.
 struct RawExpectation {
     layout: &'static TensorLayout,
-    dtype: u16,
-    device: u32,
+    /// Reads the impl of values of exactly the traced tensor's type.
+    reader: ImplReader,
+    ndim_at: WordOffset,
+    ndim: u64,
+    /// The word holding dtype and device, the mask of their bytes, and their value.
+    meta: (WordOffset, u64, u64),
+    keyset_at: WordOffset,
     keyset: u64,
+    autograd_at: WordOffset,
+    /// Every checked size and stride, when they are stored inline (else None).
+    inline_dims: Option<Vec<(WordOffset, i64)>>,
 }
 
 impl RawExpectation {
-    fn read(example: &Bound<'_, PyAny>) -> Option<RawExpectation> {
+    /// None (the slow path) also when dtype and device do not share one aligned word.
+    fn read(example: &Bound<'_, PyAny>, sizes: &[Option<i64>], strides: &[Option<i64>]) -> Option<RawExpectation> {
         let layout = tensor_layout(example.py())?;
         let imp = ImplRef::of(example, layout.impl_offset)?;
+        let reader = ImplReader::new(&example.get_type(), layout.impl_offset)?;
+        if layout.device_offset != layout.dtype_offset + 2 {
+            return None;
+        }
+        let meta_at = WordOffset::new(layout.dtype_offset)?;
+        let mask = 0x00ff_ffff_ffff_u64; // 2 bytes of dtype, 3 of device (little-endian)
+        let inline_dims = if sizes.len() <= layout.inline_dims() {
+            let mut dims = Vec::new();
+            for (dim, (size, stride)) in sizes.iter().zip(strides).enumerate() {
+                if let Some(size) = size {
+                    dims.push((WordOffset::new(layout.sizes_offset() + 8 * dim)?, *size));
+                }
+                if let Some(stride) = stride {
+                    dims.push((WordOffset::new(layout.strides_offset() + 8 * dim)?, *stride));
+                }
+            }
+            Some(dims)
+        } else {
+            None
+        };
+        let keyset_at = WordOffset::new(layout.keyset_offset)?;
         Some(RawExpectation {
             layout,
-            dtype: imp.u16_at(layout.dtype_offset)?,
-            device: imp.bytes3_at(layout.device_offset)?,
-            keyset: imp.u64_at(layout.keyset_offset)?,
+            reader,
+            ndim_at: WordOffset::new(layout.ndim_offset)?,
+            ndim: sizes.len() as u64,
+            meta: (meta_at, mask, imp.word(meta_at) & mask),
+            keyset_at,
+            keyset: imp.word(keyset_at),
+            autograd_at: WordOffset::new(layout.autograd_offset)?,
+            inline_dims,
         })
     }
 }
@@ -66,20 +102,31 @@ impl TensorCheck {
         let get = |i: usize| spec.get_item(i).map_err(|_| bad(any, "tensor check too short"));
         let example = get(1)?;
         let attr = |name: &str| example.getattr(name).map_err(|_| bad(any, "tensor example lacks tensor attributes"));
+        let sizes = dims(&get(2)?, any)?;
+        let strides = dims(&get(3)?, any)?;
         let check = TensorCheck {
             tensor_type: example.get_type().unbind(),
             dtype: attr("dtype")?.unbind(),
             device: attr("device")?.unbind(),
             requires_grad: attr("requires_grad")?.is_truthy().map_err(|_| bad(any, "requires_grad"))?,
-            sizes: dims(&get(2)?, any)?,
-            strides: dims(&get(3)?, any)?,
-            raw: RawExpectation::read(&example),
+            raw: RawExpectation::read(&example, &sizes, &strides),
+            sizes,
+            strides,
         };
         if check.sizes.len() != check.strides.len() {
             return Err(bad(any, "sizes and strides differ in length"));
         }
         let _ = py;
         Ok(check)
+    }
+
+    /// Whether `value` passes (the fast path's question: no reason to write).
+    #[inline]
+    pub fn passes(&self, value: &Bound<'_, PyAny>) -> bool {
+        match self.fast_match(value) {
+            Some(passed) => passed,
+            None => self.first_mismatch(value).is_none(),
+        }
     }
 
     pub fn run(&self, value: &Bound<'_, PyAny>, name: &str, reason: Option<&mut String>) -> bool {
@@ -110,39 +157,40 @@ impl TensorCheck {
     #[inline]
     fn fast_match(&self, value: &Bound<'_, PyAny>) -> Option<bool> {
         let raw = self.raw.as_ref()?;
-        if value.get_type().as_ptr() != self.tensor_type.as_ptr() {
+        let Ok(imp) = raw.reader.impl_of(value) else { return Some(false) }; // another type
+        let imp = imp?;
+        let (meta_at, mask, meta) = raw.meta;
+        if imp.word(raw.ndim_at) != raw.ndim || imp.word(meta_at) & mask != meta || imp.word(raw.keyset_at) != raw.keyset {
             return Some(false);
         }
-        let layout = raw.layout;
-        let imp = ImplRef::of(value, layout.impl_offset)?;
-        let ndim = usize::try_from(imp.i64_at(layout.ndim_offset)?).ok()?;
-        if ndim != self.sizes.len() {
+        let dims_match = match &raw.inline_dims {
+            Some(dims) => dims.iter().all(|&(at, expected)| i64::from_ne_bytes(imp.word(at).to_ne_bytes()) == expected),
+            None => self.out_of_line_match(imp, self.sizes.len())?,
+        };
+        if !dims_match {
             return Some(false);
         }
-        if imp.u16_at(layout.dtype_offset)? != raw.dtype
-            || imp.bytes3_at(layout.device_offset)? != raw.device
-            || imp.u64_at(layout.keyset_offset)? != raw.keyset
-        {
-            return Some(false);
-        }
-        let inline = ndim <= layout.inline_dims();
-        if !inline && !layout.out_of_line {
+        // No autograd metadata means requires_grad is False; otherwise ask torch.
+        let requires_grad = imp.word(raw.autograd_at) != 0
+            && value.getattr(pyo3::intern!(value.py(), "requires_grad")).ok()?.is_truthy().ok()?;
+        Some(requires_grad == self.requires_grad)
+    }
+
+    /// Sizes and strides of a tensor with more dims than fit inline (None: not verified).
+    #[cold]
+    fn out_of_line_match(&self, imp: ImplRef<'_>, ndim: usize) -> Option<bool> {
+        let layout = self.raw.as_ref()?.layout;
+        if !layout.out_of_line {
             return None;
         }
         for dim in 0..ndim {
-            let (size, stride) = if inline {
-                (imp.i64_at(layout.sizes_offset() + 8 * dim)?, imp.i64_at(layout.strides_offset() + 8 * dim)?)
-            } else {
-                (imp.out_of_line(layout.sizes_offset(), ndim, dim)?, imp.out_of_line(layout.sizes_offset(), ndim, ndim + dim)?)
-            };
+            let size = imp.out_of_line(layout.sizes_offset(), ndim, dim)?;
+            let stride = imp.out_of_line(layout.sizes_offset(), ndim, ndim + dim)?;
             if self.sizes[dim].is_some_and(|s| s != size) || self.strides[dim].is_some_and(|s| s != stride) {
                 return Some(false);
             }
         }
-        // No autograd metadata means requires_grad is False; otherwise ask torch.
-        let requires_grad = imp.u64_at(layout.autograd_offset)? != 0
-            && value.getattr(pyo3::intern!(value.py(), "requires_grad")).ok()?.is_truthy().ok()?;
-        Some(requires_grad == self.requires_grad)
+        Some(true)
     }
 
     /// None if `value` matches; otherwise what differs first. Allocates nothing.
