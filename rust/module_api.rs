@@ -95,6 +95,7 @@ fn _code_extra_read_in_place() -> bool {
 pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = module.py();
     code_extra::init(py)?;
+    crate::ffi::c_recursion::init();
     module.add_function(wrap_pyfunction!(runtime_version, module)?)?;
     module.add_function(wrap_pyfunction!(crate::callback::set_callback, module)?)?;
     module.add_function(wrap_pyfunction!(crate::callback::get_callback, module)?)?;
