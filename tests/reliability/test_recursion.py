@@ -125,9 +125,9 @@ except RecursionError:
 
 @pytest.mark.skipif(sys.version_info[:2] != (3, 12), reason="only 3.12 gives back C budget (ffi/c_recursion.rs)")
 def test_runaway_recursion_above_the_python_limit_stops_at_the_c_budget():
-    # The unit the hook gives back per evaluator entry leaves 3.12's C budget in charge:
-    # with the Python limit out of the way, the recursion stops with a RecursionError
-    # (about 1500 levels, ~3 MB of C stack), not a crash.
+    # The unit the hook gives back per deep evaluator entry leaves 3.12's C budget in
+    # charge: with the Python limit out of the way, the recursion stops with a
+    # RecursionError (about 1250 levels, ~2.4 MB of C stack), not a crash.
     import os
     import subprocess
 
