@@ -14,6 +14,7 @@ import pytest
 from fastdynamo.bytecode import version
 from fastdynamo.capture.opcodes.build import BuildOpcodes
 from fastdynamo.exc import Unsupported
+
 from .break_helpers import assert_matches_eager, call, compile_recorded, vec
 
 pytestmark = [pytest.mark.usefixtures("fresh_cache"),
