@@ -177,6 +177,21 @@ impl CodeState {
         }
     }
 
+    /// Adds `entry` at the front unless it is already in the list or the list is at the
+    /// recompile limit; returns whether the entry is in the list now. The compile callback
+    /// publishes its entry this way before releasing its lock, so that a thread that
+    /// missed meanwhile and waits for that lock finds the entry instead of compiling again.
+    pub fn publish(&self, py: Python<'_>, entry: &Bound<'_, CacheEntry>) -> bool {
+        if self.position(py, entry).is_some() {
+            return true;
+        }
+        if self.entry_count(py) >= recompile_limit() {
+            return false;
+        }
+        self.push_front(py, entry.clone().unbind());
+        true
+    }
+
     /// Returns true the first time it is called after a reset.
     pub fn take_limit_warning(&self, _py: Python<'_>) -> bool {
         !self.limit_warned.replace(true)

@@ -179,13 +179,12 @@ fn apply<'py>(state: &CodeState, input: &GuardInput<'_, 'py>, result: &Bound<'py
         return Decision::Default;
     }
     if let Ok(entry) = result.cast::<CacheEntry>() {
-        // Another thread may have compiled this code meanwhile (the callback ran Python):
+        // The callback may have published the entry already (under its compile lock), and
+        // another thread may have compiled this code meanwhile (the callback ran Python):
         // an entry already in the list is promoted, and the limit holds for new ones.
         if state.position(py, entry).is_some() {
             state.touch_entry(py, entry);
-        } else if state.entry_count(py) < cache::recompile_limit() {
-            state.push_front(py, entry.clone().unbind());
-        } else {
+        } else if !state.publish(py, entry) {
             state.set_action(py, Action::RunOnly);
         }
         return Decision::Done(CacheEntry::run(entry, input));

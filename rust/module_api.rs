@@ -33,6 +33,14 @@ fn cache_entries(py: Python<'_>, code: &Bound<'_, PyAny>) -> Vec<Py<CacheEntry>>
     code_extra::state(code.as_borrowed()).map(|s| s.entries(py)).unwrap_or_default()
 }
 
+/// Adds `entry` to the cache of `code` (most recently used first) unless it is there
+/// already or `code` is at the recompile limit; returns whether it is there now. The
+/// compile callback calls this before releasing its lock (see `convert_frame`).
+#[pyfunction]
+fn publish_cache_entry(py: Python<'_>, code: &Bound<'_, PyAny>, entry: &Bound<'_, CacheEntry>) -> PyResult<bool> {
+    Ok(code_extra::state_or_attach(code.as_borrowed())?.publish(py, entry))
+}
+
 /// Drops every cache entry and skip mark of every code object.
 #[pyfunction]
 fn reset(py: Python<'_>) {
@@ -87,12 +95,14 @@ fn _code_extra_read_in_place() -> bool {
 pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = module.py();
     code_extra::init(py)?;
+    crate::ffi::c_recursion::init();
     module.add_function(wrap_pyfunction!(runtime_version, module)?)?;
     module.add_function(wrap_pyfunction!(crate::callback::set_callback, module)?)?;
     module.add_function(wrap_pyfunction!(crate::callback::get_callback, module)?)?;
     module.add_function(wrap_pyfunction!(set_code_action, module)?)?;
     module.add_function(wrap_pyfunction!(get_code_action, module)?)?;
     module.add_function(wrap_pyfunction!(cache_entries, module)?)?;
+    module.add_function(wrap_pyfunction!(publish_cache_entry, module)?)?;
     module.add_function(wrap_pyfunction!(reset, module)?)?;
     module.add_function(wrap_pyfunction!(set_recompile_limit, module)?)?;
     module.add_function(wrap_pyfunction!(get_recompile_limit, module)?)?;

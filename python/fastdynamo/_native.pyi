@@ -17,6 +17,7 @@ __all__ = [
     "set_code_action",
     "get_code_action",
     "cache_entries",
+    "publish_cache_entry",
     "reset",
     "set_recompile_limit",
     "get_recompile_limit",
@@ -262,6 +263,11 @@ def get_code_action(code: CodeType) -> _Action:
 
 def cache_entries(code: CodeType) -> list[CacheEntry]:
     """The cache entries of ``code``, most recently used first."""
+
+def publish_cache_entry(code: CodeType, entry: CacheEntry) -> bool:
+    """Adds ``entry`` to the cache of ``code`` unless it is there already or ``code`` is
+    at the recompile limit; whether it is there now. The compile callback calls it before
+    releasing its lock, so that a concurrent miss finds the entry."""
 
 def reset() -> None:
     """Drops every cache entry and skip mark (transformed code stays SKIP)."""

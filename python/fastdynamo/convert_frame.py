@@ -234,7 +234,12 @@ class ConvertFrame:
                 return existing  # another thread compiled this code while we waited
             sources_before = _generated_names()
             try:
-                return self.compile_frame(runtime, frame)
+                result = self.compile_frame(runtime, frame)
+                if isinstance(result, runtime.CacheEntry):
+                    # Visible before the lock is released: the GIL may pass to a thread
+                    # that missed meanwhile before this callback is back in the hook.
+                    runtime.publish_cache_entry(code, result)
+                return result
             except FullGraphError:
                 raise
             except Exception as bug:  # noqa: BLE001 - a compiler bug must not break user code

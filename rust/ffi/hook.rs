@@ -1,6 +1,7 @@
 //! The PEP 523 evaluator: installation (chained to the previous evaluator) and the
 //! trampoline CPython calls for every frame while it is installed.
 
+use super::c_recursion;
 use super::frame::FrameRef;
 use super::code_extra::{self, InPlace};
 use crate::cache::CodeState;
@@ -42,13 +43,15 @@ const PROBE_WAITING: u8 = 1;
 const PROBE_SEEN: u8 = 2;
 
 /// Hands a frame we do not run ourselves to the evaluator we chained to. When that is
-/// the interpreter's own (the common case) this is a tail jump.
+/// the interpreter's own (the common case) this is a tail jump (3.11, 3.13), or a call
+/// that gives back the C recursion the hook's presence costs (3.12: `c_recursion`).
 #[inline]
 unsafe fn hand_on(tstate: *mut PyThreadState, frame: *mut c_void, throwflag: c_int) -> *mut PyObject {
     let previous = PREVIOUS.load(Ordering::Relaxed);
     if previous == default_evaluator() as *mut c_void {
-        // SAFETY: forwarding CPython's own arguments to its default evaluator.
-        return unsafe { default_evaluator()(tstate, frame, throwflag) };
+        // SAFETY: forwarding CPython's own arguments to its default evaluator, on the
+        // thread whose state `tstate` is.
+        return unsafe { c_recursion::with_unit_back(tstate, || default_evaluator()(tstate, frame, throwflag)) };
     }
     // SAFETY: as the caller's contract.
     unsafe { hand_on_chained(previous, tstate, frame, throwflag) }

@@ -6,6 +6,7 @@
 //! the crate sees small safe types: [`frame::FrameRef`], [`GilCell`], and functions that
 //! take a `Python<'py>` token as proof that the GIL is held.
 
+pub mod c_recursion;
 pub mod code_extra;
 pub mod frame;
 pub mod function;

@@ -134,6 +134,17 @@ void fd_frame_clear_and_pop(PyThreadState *tstate, _PyInterpreterFrame *frame) {
 #endif
 }
 
+/* Where 3.12 keeps a thread's C recursion budget (`c_recursion_remaining`, which its
+ * evaluator charges two units on every entry from C), in bytes into PyThreadState;
+ * -1 on other versions (3.11 has no separate C budget; 3.13's is large enough). */
+Py_ssize_t fd_c_recursion_offset(void) {
+#if PY_VERSION_HEX >= 0x030C0000 && PY_VERSION_HEX < 0x030D0000
+    return (Py_ssize_t)offsetof(PyThreadState, c_recursion_remaining);
+#else
+    return -1;
+#endif
+}
+
 /* Non-zero while the thread runs a `sys.settrace`/`sys.setprofile` function (CPython
  * raises `tracing` around the call), or has a trace function (a debugger, coverage):
  * then frames run as Python. */

@@ -2,7 +2,9 @@
 an eager call per level (a plain function compiles to the native dispatcher, which adds
 no Python frame; the Python wrapper of a bound method or partial is skipped inside its
 own region), so depth 500 works under the default limit of 1000, and runaway recursion
-still raises RecursionError."""
+still raises RecursionError. On 3.12 the hook gives back the C recursion that its
+presence costs (every call enters the evaluator from C), so recursion under it reaches the
+eager depth."""
 from __future__ import annotations
 
 import sys
@@ -85,6 +87,55 @@ def test_runaway_recursion_raises_recursion_error():
     with pytest.raises(RecursionError):
         compiled_runaway(torch.zeros(1))
     assert native().installed_evaluator() == "default"
+
+
+def python_depth(n):
+    return 0 if n == 0 else 1 + python_depth(n - 1)
+
+
+def tensor_and_deep_python(x, n):
+    return x * 2 + python_depth(n)
+
+
+def test_python_recursion_beside_compiled_code_reaches_the_eager_depth():
+    # Past the inliner's depth the recursion runs as Python, with the evaluator installed:
+    # every level enters CPython's evaluator from C. 3.12 charged two units of its C
+    # budget (1500) per entry and stopped at about 750 levels; eager reaches 900.
+    x = torch.ones(2)
+    report = fastdynamo.explain(tensor_and_deep_python, backend="eager")(x, 900)
+    assert report.graph_count >= 1 and report.graph_break_count >= 1
+    fastdynamo.reset()
+    compiled = fastdynamo.compile(tensor_and_deep_python, backend="eager")
+    assert torch.equal(compiled(x, 900), tensor_and_deep_python(x, 900))
+    assert len(native().cache_entries(tensor_and_deep_python.__code__)) >= 1
+
+
+_RUNAWAY_WITH_A_HIGH_LIMIT = """
+import sys, torch, fastdynamo
+sys.setrecursionlimit(100_000)
+def runaway(x):
+    return compiled(x + 1)
+compiled = fastdynamo.compile(runaway, backend="eager")
+try:
+    compiled(torch.zeros(1))
+except RecursionError:
+    print("RecursionError")
+"""
+
+
+@pytest.mark.skipif(sys.version_info[:2] != (3, 12), reason="only 3.12 gives back C budget (ffi/c_recursion.rs)")
+def test_runaway_recursion_above_the_python_limit_stops_at_the_c_budget():
+    # The unit the hook gives back per deep evaluator entry leaves 3.12's C budget in
+    # charge: with the Python limit out of the way, the recursion stops with a
+    # RecursionError (about 1250 levels, ~2.4 MB of C stack), not a crash.
+    import os
+    import subprocess
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    done = subprocess.run([sys.executable, "-c", _RUNAWAY_WITH_A_HIGH_LIMIT], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "RecursionError"
 
 
 def _dispatched_calls(dispatcher) -> int:

@@ -231,3 +231,75 @@ def test_lookup_promotes_the_entry_that_passed_when_another_thread_reorders_entr
     # b passed, so b is the most recently used: not whichever entry took its index
     assert rt.cache_entries(work.__code__) == [made["b"], made["c"], made["a"]]
     time.sleep(0)
+
+
+class _LockThatPausesAfterRelease:
+    """The compile lock, except that the first thread through it waits, inside it, until
+    a second thread has missed too and arrived at it, then waits again, after releasing
+    it, until that thread has been through it: the GIL switch that can happen at any
+    eval-breaker check between the release and the callback's return to the hook."""
+
+    def __init__(self):
+        self._lock = threading.RLock()
+        self._depth = threading.local()
+        self.arrivals = 0
+        self.entered = threading.Event()
+        self.second_arrived = threading.Event()
+        self.second_left = threading.Event()
+
+    def __enter__(self):
+        self._depth.value = getattr(self._depth, "value", 0) + 1
+        if self._depth.value == 1:
+            self.arrivals += 1
+            self._depth.arrival = self.arrivals
+            if self.arrivals == 2:
+                self.second_arrived.set()
+        self._lock.acquire()
+        if self._depth.value == 1 and self._depth.arrival == 1:
+            self.entered.set()
+            self.second_arrived.wait(5)  # the other thread misses meanwhile
+        return self
+
+    def __exit__(self, *exc):
+        self._depth.value -= 1
+        outermost = self._depth.value == 0
+        self._lock.release()
+        if outermost and self._depth.arrival == 1:
+            self.second_left.wait(5)  # the other thread takes the lock meanwhile
+        elif outermost:
+            self.second_left.set()
+        return False
+
+
+def added(x, y):
+    return x * 2 + y
+
+
+def test_a_concurrent_miss_finds_the_entry_published_before_the_compile_lock_is_released(monkeypatch):
+    from fastdynamo import convert_frame
+
+    lock = _LockThatPausesAfterRelease()
+    monkeypatch.setattr(convert_frame, "_compile_lock", lock)
+    compiled = fastdynamo.compile(added, backend="eager")
+    x, y = torch.randn(3), torch.randn(3)
+    results, errors = [], []
+
+    def call(wait_for=None):
+        try:
+            if wait_for is not None:
+                assert wait_for.wait(10)
+            results.append(compiled(x, y))
+        except BaseException as error:  # noqa: BLE001 - reported by the test
+            errors.append(error)
+
+    first = threading.Thread(target=call)
+    second = threading.Thread(target=call, args=(lock.entered,))
+    first.start()
+    second.start()
+    first.join(30)
+    second.join(30)
+    assert errors == [] and len(results) == 2
+    assert all(torch.equal(result, added(x, y)) for result in results)
+    assert lock.second_left.is_set()  # the second thread missed and went through the lock
+    # one entry: the second thread's miss found the first thread's entry under the lock
+    assert len(native().cache_entries(added.__code__)) == 1

@@ -104,11 +104,12 @@ class BuildOpcodes:
         name = version.INTRINSIC_1_NAMES[inst.arg]
         handler = _INTRINSIC_1_AS.get(name)
         if handler is None:
-            raise unsupported(f"CALL_INTRINSIC_1 {name}")
+            raise unsupported(_intrinsic_reason("CALL_INTRINSIC_1", name))
         handler(self, inst)
 
     def CALL_INTRINSIC_2(self, inst):
-        raise unsupported(f"CALL_INTRINSIC_2 {version.INTRINSIC_2_NAMES[inst.arg]}")
+        # 3.12+: type parameters and except*; none is traced (see _INTRINSIC_REASONS).
+        raise unsupported(_intrinsic_reason("CALL_INTRINSIC_2", version.INTRINSIC_2_NAMES[inst.arg]))
 
     def UNPACK_SEQUENCE(self, inst):
         items = self.pop().unpack_var_sequence(self)
@@ -129,6 +130,31 @@ class BuildOpcodes:
         self.push(ListVariable(middle))
         for item in reversed(items[:before]):
             self.push(item)
+
+
+# What the intrinsics that are not traced belong to. Type parameters (PEP 695) make new
+# TypeVar-like objects on every call, whose identity the frame's callers can see; `except*`
+# splits exception groups (CHECK_EG_MATCH, not traced either). The frame breaks at the
+# call that runs them (a generic function's definition runs as Python).
+_TYPE_PARAMETERS = "type parameters (PEP 695 `def f[T]`, `class C[T]`, `type X = ...`) are not traced"
+_INTRINSIC_REASONS = {
+    "INTRINSIC_TYPEVAR": _TYPE_PARAMETERS,
+    "INTRINSIC_PARAMSPEC": _TYPE_PARAMETERS,
+    "INTRINSIC_TYPEVARTUPLE": _TYPE_PARAMETERS,
+    "INTRINSIC_SUBSCRIPT_GENERIC": _TYPE_PARAMETERS,
+    "INTRINSIC_TYPEALIAS": _TYPE_PARAMETERS,
+    "INTRINSIC_TYPEVAR_WITH_BOUND": _TYPE_PARAMETERS,
+    "INTRINSIC_TYPEVAR_WITH_CONSTRAINTS": _TYPE_PARAMETERS,
+    "INTRINSIC_SET_FUNCTION_TYPE_PARAMS": _TYPE_PARAMETERS,
+    "INTRINSIC_SET_TYPEPARAM_DEFAULT": _TYPE_PARAMETERS,
+    "INTRINSIC_PREP_RERAISE_STAR": "except* (exception groups) is not traced",
+}
+
+
+def _intrinsic_reason(opname: str, name: str) -> str:
+    """``"CALL_INTRINSIC_2 INTRINSIC_TYPEVAR_WITH_BOUND: type parameters ... are not traced"``."""
+    why = _INTRINSIC_REASONS.get(name)
+    return f"{opname} {name}: {why}" if why else f"{opname} {name}"
 
 
 # CALL_INTRINSIC_1's functions that do what a 3.11 opcode did: that opcode's handler.

@@ -59,6 +59,14 @@ class IterationOpcodes:
         else:
             self.push(item)
 
+    def CLEANUP_THROW(self, inst):
+        # 3.12+: the handler of an exception thrown into a generator suspended in
+        # `yield from`/`await` (throw(), close()). The translator never throws into one:
+        # a traced throw()/close() breaks at that call, so this names the reason if a
+        # later model of throw() reaches it.
+        raise unsupported("CLEANUP_THROW: an exception thrown into `yield from`/`await` "
+                          "(generator.throw/close) is not traced")
+
     def END_SEND(self, inst):
         value = self.pop()
         self.pop()
