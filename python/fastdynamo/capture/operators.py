@@ -15,6 +15,7 @@ from typing import Any, Callable
 import torch
 
 from ..exc import Unsupported, unsupported
+from ..guards import distinct_objects, same_object
 from .variables.base import VariableTracker
 from .variables.constant import ConstantVariable, wrap_constant_result
 from .variables.containers import (
@@ -211,6 +212,9 @@ def is_same(left: VariableTracker, right: VariableTracker, tx=None) -> bool:
         if other.is_python_constant():
             return False
         raise unsupported(f"identity of a tensor and {other.describe()}")
+    related = _identity_of_two_sources(tx, left, right)
+    if related is not None:
+        return related
     if left.is_python_constant() and right.is_python_constant():
         return left.as_python_constant() is right.as_python_constant()
     if getattr(left, "identity_guarded", False) and getattr(right, "identity_guarded", False):
@@ -221,6 +225,29 @@ def is_same(left: VariableTracker, right: VariableTracker, tx=None) -> bool:
     if isinstance(left, BaseSequenceVariable) or isinstance(right, BaseSequenceVariable):
         return False
     raise unsupported(f"identity of {left.describe()} and {right.describe()}")
+
+
+def _identity_of_two_sources(tx, left: VariableTracker, right: VariableTracker) -> bool | None:
+    """``a is b`` for a list, tuple, dict or user object read through two sources (two
+    arguments, an argument and an attribute): one object or two, as the frame's objects
+    are now, guarded by the native relation (``same_object`` / ``distinct_objects``) so a
+    call that aliases them otherwise recompiles. None where it does not apply. (A list
+    of constants is a constant too, but rebuilding two copies says nothing of identity.)"""
+    from .variables.containers import DictVariable
+    from .variables.misc import UserObjectVariable
+
+    kinds = (BaseSequenceVariable, DictVariable, UserObjectVariable)
+    if not (isinstance(left, kinds) and isinstance(right, kinds)) or tx is None:
+        return None
+    if left.source is None or right.source is None or left.source == right.source:
+        return None
+    if any(isinstance(v, TupleVariable) and v.python_type() is torch.Size for v in (left, right)) \
+            or isinstance(left, SymbolicValue) or isinstance(right, SymbolicValue):
+        return None  # a Size is made anew at each read of x.shape
+    same = tx.output.resolve(left.source) is tx.output.resolve(right.source)
+    relation = same_object if same else distinct_objects
+    tx.output.add_guard(None, relation(left.source, right.source))
+    return same
 
 
 def _rely_on_tensor_identity(tx, left: TensorVariable, right: TensorVariable) -> None:
