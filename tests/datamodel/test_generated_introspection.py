@@ -26,6 +26,7 @@ import fastdynamo
 
 from .call_sequences import assert_graph_counts, run_sequence, with_repeats
 
+
 class Box:
     def __init__(self, n):
         self.n = n
@@ -131,7 +132,7 @@ def _build(source):
     return namespace["prog"]
 
 
-@share_of_profile(0.1)  # an example is up to five calls, most of them compiling
+@share_of_profile(0.15)  # an example is up to five calls, most of them compiling
 @given(programs(), st.lists(configurations, min_size=1, max_size=4))
 def test_generated_introspection_sequence_matches_eager(program, sequence):
     source, breaks_when = program
