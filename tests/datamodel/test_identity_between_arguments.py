@@ -3,7 +3,9 @@ test_generated_aliasing.py): a list, tuple or dict of constants is a constant to
 comparing two rebuilt copies answered ``False`` even when one object was passed twice
 (a wrong result). The answer is now taken from the objects themselves and guarded by
 the native relation (``same_object`` / ``distinct_objects``), for user objects too
-(which broke the graph before): a call that aliases them otherwise recompiles."""
+(which broke the graph before): a call that aliases them otherwise recompiles. A tuple
+of constants keeps its source, so it too is compared, and returned, as the caller's
+own object."""
 from __future__ import annotations
 
 import pytest
@@ -57,3 +59,20 @@ def test_an_argument_and_an_attribute_of_another():
     compiled = fastdynamo.compile(fn, backend="eager", fullgraph=True)
     for box in (Box(items), Box([1]), Box(items)):
         assert torch.equal(compiled(x, box, items), fn(x, box, items))
+
+
+def test_tuples_of_constants_keep_their_identity():
+    # guarded by value, and kept as the caller's own objects: before, each was rebuilt
+    # from its items (`a is b` answered False for one tuple passed twice, and the tuple
+    # returned was a copy)
+    def fn(x, a, b):
+        return x + (a is b), a
+
+    t = (1, 2)
+    x = torch.zeros(1)
+    recorder = Recorder()
+    compiled = fastdynamo.compile(fn, backend="eager", fullgraph=True, _recorder=recorder)
+    for a, b in [(t, t), (t, tuple([1, 2])), (t, t)]:
+        got, expected = compiled(x, a, b), fn(x, a, b)
+        assert torch.equal(got[0], expected[0]) and got[1] is a, (a, b)
+    assert len(recorder.captures) == 2 and not recorder.breaks
