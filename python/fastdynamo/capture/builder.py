@@ -165,7 +165,7 @@ def wrap_value(tx, value: Any, source: Source | None) -> VariableTracker:
             return TupleVariable(items)
     if is_plain_constant(value):
         guard(equals(value))
-        return wrap_constant_result(value) if type(value) is tuple else ConstantVariable(value, source)
+        return _constant_tuple(value, source) if type(value) is tuple else ConstantVariable(value, source)
     if type(value) in (list, dict) and source is not None:
         # One variable per list or dict from the frame, so in-place changes made through
         # one path are seen through the others (side effects).
@@ -394,6 +394,15 @@ def _argument_or_item(source: Source | None) -> bool:
     while isinstance(source, ItemSource):
         source = source.base
     return isinstance(source, LocalSource)
+
+
+def _constant_tuple(value: tuple, source: Source | None) -> VariableTracker:
+    """A tuple of constants (guarded by value) that keeps its source: the rewritten code
+    returns, and a graph break passes on, the caller's own tuple rather than a copy
+    rebuilt from its items, which ``is`` would tell apart."""
+    variable = wrap_constant_result(value)
+    variable.source = source
+    return variable
 
 
 def _tuple_with_symbolic_ints(tx, value: tuple, source: Source) -> list[VariableTracker] | None:

@@ -15,6 +15,7 @@ from typing import Any, Callable
 import torch
 
 from ..exc import Unsupported, unsupported
+from ..guards import distinct_objects, same_object
 from .variables.base import VariableTracker
 from .variables.constant import ConstantVariable, wrap_constant_result
 from .variables.containers import (
@@ -222,9 +223,9 @@ def is_same(left: VariableTracker, right: VariableTracker, tx=None) -> bool:
         if other.is_python_constant():
             return False
         raise unsupported(f"identity of a tensor and {other.describe()}")
-    outside = _outside_identity(tx, left, right)
-    if outside is not None:
-        return outside
+    related = _identity_of_two_sources(tx, left, right)
+    if related is not None:
+        return related
     if left.is_python_constant() and right.is_python_constant() and not _both_containers(left, right):
         return left.as_python_constant() is right.as_python_constant()
     if getattr(left, "identity_guarded", False) and getattr(right, "identity_guarded", False):
@@ -268,28 +269,29 @@ def _reaches_outside(value: VariableTracker) -> bool:
     return getattr(value, "source", None) is not None
 
 
-def _outside_identity(tx, left: VariableTracker, right: VariableTracker) -> bool | None:
-    """``left is right`` for two containers or objects from before the frame that the
-    side-effect tracker knows (lists, dicts, user objects): decided on the real objects,
-    and the answer guarded (one object through two paths, or distinct objects); None
-    when either is not such a value."""
-    if tx is None or not (_reaches_outside(left) and _reaches_outside(right)):
+def _identity_of_two_sources(tx, left: VariableTracker, right: VariableTracker) -> bool | None:
+    """``a is b`` for a list, tuple, dict or user object read through two sources (two
+    arguments, an argument and an attribute): one object or two, as the frame's objects
+    are now, guarded by the native relation (``same_object`` / ``distinct_objects``) so a
+    call that aliases them otherwise recompiles. None where it does not apply. (A list
+    of constants is a constant too, but rebuilding two copies says nothing of identity.)"""
+    from .variables.containers import DictVariable
+    from .variables.misc import UserObjectVariable
+
+    kinds = (BaseSequenceVariable, DictVariable, UserObjectVariable)
+    if not (isinstance(left, kinds) and isinstance(right, kinds)) or tx is None:
         return None
-    left_source, right_source = left.source, right.source
-    assert left_source is not None and right_source is not None
-    side_effects = tx.output.side_effects
-    objects = [side_effects.object_at(left_source), side_effects.object_at(right_source)]
-    if any(obj is None for obj in objects):
+    if left.source is None or right.source is None:
         return None
-    pairs = [(objects[0], left_source), (objects[1], right_source)]
-    if objects[0] is objects[1]:
-        side_effects.settle_identity(pairs, f"{left_source.name()} is {right_source.name()}: "
-                                            "one object through two paths", relate_one=True)
-        return True
-    if type(objects[0]) is not type(objects[1]):
-        return False  # both types are guarded
-    side_effects.require_distinct(pairs, f"{left_source.name()} is not {right_source.name()}")
-    return False
+    if any(isinstance(v, TupleVariable) and v.python_type() is torch.Size for v in (left, right)) \
+            or isinstance(left, SymbolicValue) or isinstance(right, SymbolicValue):
+        return None  # a Size is made anew at each read of x.shape
+    if left.source == right.source:
+        return True  # one path, one object
+    same = tx.output.resolve(left.source) is tx.output.resolve(right.source)
+    relation = same_object if same else distinct_objects
+    tx.output.add_guard(None, relation(left.source, right.source))
+    return same
 
 
 def _rely_on_tensor_identity(tx, left: TensorVariable, right: TensorVariable) -> None:
