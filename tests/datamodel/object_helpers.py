@@ -77,3 +77,20 @@ def counts(compiled_recorder: Recorder) -> tuple[int, int]:
 def fresh(*values):
     """``make_args`` returning deep copies of ``values`` on every call."""
     return lambda: copy.deepcopy(values)
+
+
+class AttributeMapped:
+    """Hugging Face's ``PreTrainedConfig`` lookup: names in the class's ``attribute_map``
+    read and write another attribute, through ``__getattribute__`` and ``__setattr__``."""
+
+    attribute_map: dict = {}
+
+    def __getattribute__(self, key):
+        if key != "attribute_map" and key in super().__getattribute__("attribute_map"):
+            key = super().__getattribute__("attribute_map")[key]
+        return super().__getattribute__(key)
+
+    def __setattr__(self, key, value):
+        if key in super().__getattribute__("attribute_map"):
+            key = super().__getattribute__("attribute_map")[key]
+        super().__setattr__(key, value)

@@ -11,6 +11,7 @@ import fastdynamo
 from fastdynamo.convert_frame import Recorder
 
 from .helpers import check
+from .object_helpers import AttributeMapped
 
 
 class Settings:
@@ -22,7 +23,7 @@ class Settings:
         self.pair = (1, "x")
 
 
-class Mapped:
+class Mapped(AttributeMapped):
     """Hugging Face's config lookup: ``attribute_map`` through ``__getattribute__``."""
 
     attribute_map = {"hidden": "width"}
@@ -30,16 +31,6 @@ class Mapped:
     def __init__(self):
         self.width = 3
         self.decoder_start = 5
-
-    def __getattribute__(self, key):
-        if key != "attribute_map" and key in super().__getattribute__("attribute_map"):
-            key = super().__getattribute__("attribute_map")[key]
-        return super().__getattribute__(key)
-
-    def __setattr__(self, key, value):
-        if key in super().__getattribute__("attribute_map"):
-            key = super().__getattribute__("attribute_map")[key]
-        super().__setattr__(key, value)
 
 
 class WithDeepcopy(Settings):

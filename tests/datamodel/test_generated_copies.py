@@ -19,26 +19,16 @@ from hypothesis import strategies as st
 import fastdynamo
 from fastdynamo.convert_frame import Recorder
 
-from .object_helpers import same
+from .object_helpers import AttributeMapped, same
 
 
-class Config:
+class Config(AttributeMapped):
     attribute_map = {"hidden": "width"}
 
     def __init__(self, width):
         self.width = width
         self.decoder_layers = 2
         self.labels = {0: "a", 1: "b"}
-
-    def __getattribute__(self, key):
-        if key != "attribute_map" and key in super().__getattribute__("attribute_map"):
-            key = super().__getattribute__("attribute_map")[key]
-        return super().__getattribute__(key)
-
-    def __setattr__(self, key, value):
-        if key in super().__getattribute__("attribute_map"):
-            key = super().__getattribute__("attribute_map")[key]
-        super().__setattr__(key, value)
 
 
 class Settings:
