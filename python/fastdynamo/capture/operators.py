@@ -226,7 +226,7 @@ def is_same(left: VariableTracker, right: VariableTracker, tx=None) -> bool:
     related = _identity_of_two_sources(tx, left, right)
     if related is not None:
         return related
-    if left.is_python_constant() and right.is_python_constant() and not _both_containers(left, right):
+    if left.is_python_constant() and right.is_python_constant() and not (_is_container(left) and _is_container(right)):
         return left.as_python_constant() is right.as_python_constant()
     if getattr(left, "identity_guarded", False) and getattr(right, "identity_guarded", False):
         return left.value is right.value  # type: ignore[attr-defined]  # both pinned by id_is
@@ -243,26 +243,23 @@ def _made_container_identity(left: VariableTracker, right: VariableTracker) -> b
     """``left is right`` where one is a list, tuple or dict the frame made (it has one
     tracker, so another tracker is another object; an instance dict is its owner's);
     None when undecided."""
-    from .variables.containers import DictVariable
     from .variables.dict_objects import InstanceDictVariable
 
     if isinstance(left, InstanceDictVariable) and isinstance(right, InstanceDictVariable):
         return left.owner is right.owner
-    containers = (BaseSequenceVariable, DictVariable)
-    if not (isinstance(left, containers) or isinstance(right, containers)):
+    if not (_is_container(left) or _is_container(right)):
         return None
     if _reaches_outside(left) and _reaches_outside(right):
         return None  # two values from outside the frame that the tracker does not know
     return False
 
 
-def _both_containers(left: VariableTracker, right: VariableTracker) -> bool:
-    """Two lists, tuples or dicts: their constant values are new objects each time they
-    are asked for, so ``is`` between those says nothing."""
+def _is_container(value: VariableTracker) -> bool:
+    """A list, tuple or dict tracker: its constant value is a new object each time it is
+    asked for, so ``is`` between two of those says nothing."""
     from .variables.containers import DictVariable
 
-    containers = (BaseSequenceVariable, DictVariable)
-    return isinstance(left, containers) and isinstance(right, containers)
+    return isinstance(value, (BaseSequenceVariable, DictVariable))
 
 
 def _reaches_outside(value: VariableTracker) -> bool:

@@ -223,33 +223,17 @@ class SideEffects:
                                        "cannot check that they are different objects (side effect)",
                      relate=lambda: self._relate_kind(mutated.kind))
 
-    def settle_identity(self, objects: list[tuple[Any, Source]], reason: str, relate_one: bool = False) -> None:
+    def settle_identity(self, objects: list[tuple[Any, Source]], reason: str) -> None:
         """The trace decided ``a is b`` for objects read through these sources (one
         object, or several): each is pinned as :meth:`_settle` does, or Unsupported
-        (identity between short-lived sources is not related by guards here), except
-        that with ``relate_one`` one object reached through several short-lived paths
-        is related by a ``same_object`` guard."""
-        for obj, source in objects:
-            self.track(obj, source)
-        entries = list({id(entry): entry for entry in (self._by_source[source] for _, source in objects)}.values())
-
-        def relate() -> None:
-            if not (relate_one and len(entries) == 1):
-                raise unsupported(reason)
-            self._related_entries.setdefault(id(entries[0].obj), entries[0])
-        self._settle(entries, reason, relate=relate)
-
-    def require_distinct(self, objects: list[tuple[Any, Source]], reason: str) -> None:
-        """The trace relied on these objects (of one type, each with the source that
-        reached it) being different objects: guarded, pinned or related as
-        :meth:`_settle` decides."""
+        (identity between short-lived sources is not related by guards here)."""
         for obj, source in objects:
             self.track(obj, source)
         entries = {id(entry): entry for entry in (self._by_source[source] for _, source in objects)}
-        kind = next(iter(entries.values())).kind
-        if any(entry.kind != kind for entry in entries.values()):
+
+        def cannot_relate() -> None:
             raise unsupported(reason)
-        self._settle(list(entries.values()), reason, relate=lambda: self._relate_kind(kind))
+        self._settle(list(entries.values()), reason, relate=cannot_relate)
 
     def object_at(self, source: Source | None) -> Any:
         """The object from before the frame that the trace reached through ``source``,

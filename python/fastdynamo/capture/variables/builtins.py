@@ -155,11 +155,15 @@ def _has_attribute(tx, obj, attr: str) -> bool:
     return has_attribute(tx, obj, attr)
 
 
+def _attribute_name(name: VariableTracker, caller: str) -> str:
+    if not name.is_python_constant() or type(name.as_python_constant()) is not str:
+        raise unsupported(f"{caller}() with a name that is not a constant string")
+    return name.as_python_constant()
+
+
 @handles(setattr)
 def _setattr(tx, obj, name, value):
-    if not name.is_python_constant() or type(name.as_python_constant()) is not str:
-        raise unsupported("setattr() with a name that is not a constant string")
-    obj.store_attr(tx, name.as_python_constant(), value)
+    obj.store_attr(tx, _attribute_name(name, "setattr"), value)
     return ConstantVariable(None)
 
 
@@ -172,9 +176,7 @@ def _vars(tx, *args):
 
 @handles(delattr)
 def _delattr(tx, obj, name):
-    if not name.is_python_constant() or type(name.as_python_constant()) is not str:
-        raise unsupported("delattr() with a name that is not a constant string")
-    obj.delete_attr(tx, name.as_python_constant())
+    obj.delete_attr(tx, _attribute_name(name, "delattr"))
     return ConstantVariable(None)
 
 

@@ -23,7 +23,8 @@ values it accepts, and refuses (a graph break) everything else:
 The memo is kept as ``deepcopy``'s is: an object reached twice is copied once, so the
 copy shares what the original shared. Objects from outside the frame are keyed by
 identity; the trace's choice (one object, or distinct ones) is guarded through the
-side-effect tracker's relations, so a later call that aliases differently recompiles.
+relation guards ``same_object``/``distinct_objects``, so a later call that aliases
+differently recompiles.
 A class registered in ``copyreg.dispatch_table`` is refused when traced; registering
 one afterwards is not guarded.
 """
@@ -37,9 +38,13 @@ from typing import Any
 import torch
 
 from ...exc import unsupported
+from ...guards import distinct_objects, same_object
+from ...guards.sources import Source
 from .attributes import MISSING, instance_attr_source, type_lookup
 from .base import VariableTracker
 from .constant import ConstantVariable
+from .custom_lookup import lookup_or_missing
+from .dict_objects import InstanceDictVariable
 
 _OBJECT_METHODS = ("__reduce_ex__", "__reduce__", "__getstate__")
 
@@ -61,7 +66,6 @@ class _DeepCopier:
     # -- dispatch, in deepcopy's order ------------------------------------------------
     def copy(self, value: VariableTracker) -> VariableTracker:
         from .containers import ListVariable, TupleVariable
-        from .dict_objects import InstanceDictVariable
         from .misc import UserObjectVariable
         from .user_objects import NewObjectVariable
 
@@ -102,7 +106,6 @@ class _DeepCopier:
         """What ``id(x)`` is in deepcopy's memo: the real object for a value from outside
         the frame (recorded with the source that reached it), else the tracker (for an
         instance dict, the object's attribute storage)."""
-        from .dict_objects import InstanceDictVariable
         from .misc import UserObjectVariable
 
         if isinstance(value, InstanceDictVariable):
@@ -117,18 +120,17 @@ class _DeepCopier:
         return ("outside", id(outside))
 
     def settle_outside_objects(self) -> None:
-        """The copy's sharing follows the originals': an object reached through two paths
-        stays one object, and originals of one type stay distinct (guarded)."""
-        side_effects = self.tx.output.side_effects
-        by_type: dict[type, list] = {}
+        """The copy's sharing follows the originals', guarded as ``is`` between them is
+        (``operators.is_same``): an object reached through several paths stays one
+        object, and originals of one type stay distinct."""
+        by_type: dict[type, list[Source]] = {}
         for obj, sources in self.outside.values():
             if len(sources) > 1:
-                side_effects.settle_identity([(obj, s) for s in sources],
-                                             "copy.deepcopy of an object reached through two paths", relate_one=True)
-            by_type.setdefault(type(obj), []).append((obj, sources[0]))
-        for objects in by_type.values():
-            if len(objects) > 1:
-                side_effects.require_distinct(objects, "copy.deepcopy of several objects of one type")
+                self.tx.output.add_guard(None, same_object(*sources))
+            by_type.setdefault(type(obj), []).append(sources[0])
+        for firsts in by_type.values():
+            if len(firsts) > 1:
+                self.tx.output.add_guard(None, distinct_objects(*firsts))
 
     # -- containers and objects -------------------------------------------------------
     def _copy_dict(self, key: Any, value) -> VariableTracker:
@@ -156,32 +158,28 @@ class _DeepCopier:
         result = NewObjectVariable(cls, class_source)
         self.memo[key] = result
         state = self._state(original)
-        if _lookup(self.tx, result, "__setstate__") is not None:
+        if lookup_or_missing(self.tx, result, "__setstate__") is not None:
             raise unsupported(f"copy.deepcopy of a {cls.__qualname__}: the copy has __setstate__")
-        target = _lookup(self.tx, result, "__dict__")
-        from .dict_objects import InstanceDictVariable
-
+        target = lookup_or_missing(self.tx, result, "__dict__")
         if not (isinstance(target, InstanceDictVariable) and target.owner is result):
             raise unsupported(f"copy.deepcopy of a {cls.__qualname__}: its __dict__ is not the instance dict")
-        copied = self._copy_dict(("state of", id(original)), state) if state is not None else None
-        if copied is not None:
-            result.attrs.update(copied.items)  # type: ignore[attr-defined]
+        if state is not None:
+            result.attrs.update(self.copy(state).items)  # type: ignore[attr-defined]
         return result
 
     def _check_lookups(self, original: VariableTracker, cls: type) -> None:
         """What deepcopy and ``object.__reduce_ex__`` look up through the instance."""
         from .special_calls import ObjectMethodVariable
 
-        if _lookup(self.tx, original, "__deepcopy__") is not None:
+        if lookup_or_missing(self.tx, original, "__deepcopy__") is not None:
             raise unsupported(f"copy.deepcopy of a {cls.__qualname__}, which has __deepcopy__")
         for name in _OBJECT_METHODS:
-            found = _lookup(self.tx, original, name)
+            found = lookup_or_missing(self.tx, original, name)
             if not (isinstance(found, ObjectMethodVariable) and found.owner is original and found.name == name):
                 raise unsupported(f"copy.deepcopy of a {cls.__qualname__}: its {name} is not object's")
 
     def _state(self, original: VariableTracker):
         """``object.__getstate__``'s answer: the instance dict (None when empty)."""
-        from .dict_objects import InstanceDictVariable
         from .misc import UserObjectVariable
 
         if not isinstance(original, UserObjectVariable):
@@ -205,10 +203,7 @@ class _DeepCopier:
         items = dict(wrapped.items)
         for name, pending in self.tx.output.side_effects.pending_attrs(obj):
             items[name] = pending  # a store of the trace (new names go last, as in the dict)
-        if not items:
-            return None
-        state = DictVariable(items)
-        return state
+        return DictVariable(items) if items else None
 
 
 def _is_plain_dict(value: VariableTracker) -> bool:
@@ -251,10 +246,3 @@ def _check_plain_class(cls: type) -> None:
     if why is not None:
         raise unsupported(f"copy.deepcopy of a {cls.__qualname__}: {why}")
 
-
-def _lookup(tx, obj: VariableTracker, name: str) -> VariableTracker | None:
-    """``getattr(obj, name, None)`` as the translator models it (the class's own
-    ``__getattribute__`` runs); None when absent."""
-    from .custom_lookup import lookup_or_missing
-
-    return lookup_or_missing(tx, obj, name)

@@ -5,6 +5,8 @@ graph.
 """
 from __future__ import annotations
 
+import types
+
 from ...exc import unsupported
 from .base import VariableTracker
 from .constant import ConstantVariable
@@ -53,7 +55,7 @@ class ObjectMethodVariable(VariableTracker):
         self.name = name
 
     def python_type(self) -> type:
-        return type(object().__reduce_ex__)
+        return types.BuiltinMethodType
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
         raise unsupported(f"calling object.{self.name} on {self.owner.describe()} (not modelled)")

@@ -172,15 +172,20 @@ class NewObjectVariable(SpecialMethodCalls, VariableTracker):
         """``object.__getattribute__(obj, name)``."""
         return generic_getattr(tx, self, self.cls, name, self.attrs.get, None, self.class_source)
 
-    def store_attr(self, tx, name: str, value: VariableTracker) -> None:
+    def _call_class_function(self, tx, method: str, fn: types.FunctionType, args: list) -> None:
+        """``type(obj).method(obj, *args)`` for a Python function found on the class,
+        inlined and guarded by identity."""
         from .functions import UserFunctionVariable
 
+        source = method_source(None, self.class_source, method)
+        if source is not None:
+            tx.output.add_guard(source, id_is(fn))
+        UserFunctionVariable(fn, source).call_function(tx, [self, *args], {})
+
+    def store_attr(self, tx, name: str, value: VariableTracker) -> None:
         setter = type_lookup(self.cls, "__setattr__")
         if isinstance(setter, types.FunctionType):
-            source = method_source(None, self.class_source, "__setattr__")
-            if source is not None:
-                tx.output.add_guard(source, id_is(setter))
-            UserFunctionVariable(setter, source).call_function(tx, [self, ConstantVariable(name), value], {})
+            self._call_class_function(tx, "__setattr__", setter, [ConstantVariable(name), value])
             return
         if setter is not object.__dict__["__setattr__"]:
             raise unsupported(f"assignment to {self.cls.__qualname__}.{name}: __setattr__ of kind "
@@ -205,14 +210,10 @@ class NewObjectVariable(SpecialMethodCalls, VariableTracker):
         ``object.__delattr__``: a property's deleter, or the instance dict's entry
         (``AttributeError`` when absent)."""
         from .custom_lookup import raise_attribute_error
-        from .functions import UserFunctionVariable
 
         deleter = type_lookup(self.cls, "__delattr__")
         if isinstance(deleter, types.FunctionType):
-            source = method_source(None, self.class_source, "__delattr__")
-            if source is not None:
-                tx.output.add_guard(source, id_is(deleter))
-            UserFunctionVariable(deleter, source).call_function(tx, [self, ConstantVariable(name)], {})
+            self._call_class_function(tx, "__delattr__", deleter, [ConstantVariable(name)])
             return
         if deleter is not object.__dict__["__delattr__"]:
             raise unsupported(f"del {self.cls.__qualname__}.{name}: __delattr__ of kind {type(deleter).__name__}")
