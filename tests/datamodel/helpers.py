@@ -40,6 +40,14 @@ def same(a, b) -> bool:
     return a == b
 
 
+def compiled_with_recorder(fn):
+    """``fn`` compiled (``backend="eager"``) after a reset, and the recorder of its
+    captures and breaks."""
+    fastdynamo.reset()
+    recorder = Recorder()
+    return fastdynamo.compile(fn, backend="eager", _recorder=recorder), recorder
+
+
 def run(fn, *args, fullgraph=False, **kwargs) -> Outcome:
     fastdynamo.reset()
     recorder = Recorder()

@@ -94,3 +94,11 @@ class AttributeMapped:
         if key in super().__getattribute__("attribute_map"):
             key = super().__getattribute__("attribute_map")[key]
         super().__setattr__(key, value)
+
+
+def build_program(source: str, namespace: dict, filename: str):
+    """The function ``prog`` defined by a generated program's ``source``, compiled under
+    ``filename`` with ``namespace`` (copied) as its globals."""
+    namespace = dict(namespace)
+    exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - test programs
+    return namespace["prog"]

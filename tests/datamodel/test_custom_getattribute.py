@@ -9,10 +9,9 @@ import collections.abc
 import pytest
 import torch
 
-import fastdynamo
-from fastdynamo.convert_frame import Recorder
 from fastdynamo.guards.sources import GenericAttrSource, LocalSource, resolve
 
+from .helpers import compiled_with_recorder
 from .object_helpers import compare, fresh
 
 
@@ -39,12 +38,6 @@ class Config:
         return self.n_embd + self.heads
 
 
-def _compiled(fn):
-    fastdynamo.reset()
-    recorder = Recorder()
-    return fastdynamo.compile(fn, backend="eager", _recorder=recorder), recorder
-
-
 def test_attribute_map_lookup_in_one_graph():
     def fn(x, cfg):
         return x * cfg.hidden_size + cfg.heads * cfg.scale, cfg.twice(), cfg.total, cfg.n_embd
@@ -56,7 +49,7 @@ def test_values_are_guarded_through_the_generic_lookup():
     def fn(x, cfg):
         return x * cfg.hidden_size
 
-    compiled, recorder = _compiled(fn)
+    compiled, recorder = compiled_with_recorder(fn)
     x, cfg = torch.ones(2), Config()
     assert torch.equal(compiled(x, cfg), fn(x, cfg))
     guards = [g.text() for g in recorder.captures[0].result.guards]
@@ -70,7 +63,7 @@ def test_changing_the_attribute_map_recompiles():
     def fn(x, cfg):
         return x * cfg.hidden_size
 
-    compiled, recorder = _compiled(fn)
+    compiled, recorder = compiled_with_recorder(fn)
     x, cfg = torch.ones(2), Config()
     assert torch.equal(compiled(x, cfg), x * 3)
     cfg.attribute_map = {"hidden_size": "scale"}  # shadows the class's map on this instance
@@ -86,7 +79,7 @@ def test_replacing_the_class_getattribute_recompiles():
     def fn(x, cfg):
         return x * cfg.hidden_size
 
-    compiled, recorder = _compiled(fn)
+    compiled, recorder = compiled_with_recorder(fn)
     x, cfg = torch.ones(2), Local()
     assert torch.equal(compiled(x, cfg), x * 3)
     Local.__getattribute__ = lambda self, key: 10 if key == "hidden_size" else object.__getattribute__(self, key)
@@ -114,7 +107,7 @@ def test_guards_and_loads_never_run_the_class_lookup():
     def fn(x, obj):
         return x * obj.w + obj.n
 
-    compiled, recorder = _compiled(fn)
+    compiled, recorder = compiled_with_recorder(fn)
     obj, x = Counting(), torch.ones(2)
     CALLS.clear()
     expected = fn(x, obj)
@@ -202,7 +195,7 @@ def test_hasattr_false_recompiles_when_the_attribute_appears():
     def fn(x, cfg):
         return x + 1 if hasattr(cfg, "later") else x - 1
 
-    compiled, recorder = _compiled(fn)
+    compiled, recorder = compiled_with_recorder(fn)
     x, cfg = torch.ones(2), Config()
     assert torch.equal(compiled(x, cfg), x - 1)
     cfg.later = 1
@@ -252,7 +245,7 @@ def test_mutating_kwargs_does_not_conflict_with_other_dicts():
         scale = kwargs.pop("scale", 1)
         return x * scale + holder.table["a"], kwargs
 
-    compiled, recorder = _compiled(fn)
+    compiled, recorder = compiled_with_recorder(fn)
     x = torch.ones(2)
     assert repr(compiled(x, Holder(), scale=3, keep=1)) == repr(fn(x, Holder(), scale=3, keep=1))
     assert (len(recorder.captures), len(recorder.breaks)) == (1, 0), [str(b) for b in recorder.breaks]

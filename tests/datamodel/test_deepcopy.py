@@ -7,10 +7,7 @@ import copy
 
 import torch
 
-import fastdynamo
-from fastdynamo.convert_frame import Recorder
-
-from .helpers import check
+from .helpers import check, compiled_with_recorder
 from .object_helpers import AttributeMapped
 
 
@@ -47,12 +44,6 @@ class Slotted:
         self.a = 1
 
 
-def _compiled(fn):
-    fastdynamo.reset()
-    recorder = Recorder()
-    return fastdynamo.compile(fn, backend="eager", _recorder=recorder), recorder
-
-
 def test_copy_is_changed_and_the_original_is_not():
     def fn(x, s):
         c = copy.deepcopy(s)
@@ -70,7 +61,7 @@ def test_copy_leaving_the_frame_is_a_new_object_with_copied_attributes():
     def fn(x, s):
         return x + 1, copy.deepcopy(s)
 
-    compiled, recorder = _compiled(fn)
+    compiled, recorder = compiled_with_recorder(fn)
     _, made = compiled(torch.ones(2), settings)
     assert len(recorder.captures) == 1 and not recorder.breaks
     assert type(made) is Settings and made is not settings
@@ -89,7 +80,7 @@ def test_shared_references_stay_shared_in_the_copy_and_aliasing_is_guarded():
     shared, separate = Settings(), Settings()
     shared.labels = shared.sizes = [1]
     separate.labels, separate.sizes = [1], [1]
-    compiled, recorder = _compiled(fn)
+    compiled, recorder = compiled_with_recorder(fn)
     for obj in (separate, shared, separate):
         got, want = compiled(torch.ones(1), obj), fn(torch.ones(1), copy.deepcopy(obj))
         assert torch.equal(got[0], want[0]) and got[1:] == want[1:], (got, want)
@@ -176,7 +167,7 @@ def test_hugging_face_get_text_config_copies_in_one_graph():
         return (x * decoder.d_model, decoder is cfg, decoder.num_hidden_layers, decoder.start_token_id,
                 hasattr(decoder, "decoder_start_token_id"), cfg.decoder_start_token_id)
 
-    compiled, recorder = _compiled(fn)
+    compiled, recorder = compiled_with_recorder(fn)
     got, want = compiled(torch.ones(2), config), fn(torch.ones(2), config)
     assert torch.equal(got[0], want[0]) and got[1:] == want[1:]
     assert len(recorder.captures) == 1 and not recorder.breaks, [str(b) for b in recorder.breaks]

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 import fastdynamo
 
 from .call_sequences import assert_graph_counts, run_sequence, with_repeats
+from .object_helpers import build_program
 
 
 class Box:
@@ -115,12 +116,6 @@ def _arguments(world, configuration, call):
             ta if same_tuple else world.tuples[1])
 
 
-def _build(source):
-    namespace = {"torch": torch}
-    exec(compile(source, "<generated-aliasing>", "exec"), namespace)  # noqa: S102 - test programs
-    return namespace["prog"]
-
-
 @share_of_profile(0.25)  # an example is up to five calls, most of them compiling
 @given(programs(), st.lists(configurations, min_size=1, max_size=4))
 def test_generated_aliasing_sequence_matches_eager(program, sequence):
@@ -128,6 +123,7 @@ def test_generated_aliasing_sequence_matches_eager(program, sequence):
     whole = not breaks_when & _aliased_pairs(sequence)
     sequence = with_repeats(sequence)
     fastdynamo.reset()
-    run = run_sequence(_build(source), sequence, Objects, _arguments, fullgraph=whole, source=source)
+    prog = build_program(source, {"torch": torch}, "<generated-aliasing>")
+    run = run_sequence(prog, sequence, Objects, _arguments, fullgraph=whole, source=source)
     assert_graph_counts(run, sequence, fullgraph=whole, source=source)
     fastdynamo.reset()

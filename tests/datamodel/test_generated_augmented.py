@@ -22,7 +22,7 @@ import fastdynamo
 from fastdynamo.convert_frame import Recorder
 
 from .call_sequences import outcome
-from .object_helpers import same
+from .object_helpers import build_program, same
 
 
 class Holder:
@@ -78,12 +78,6 @@ def programs(draw):
     return source, twice or any(may_raise for _, may_raise in chosen)
 
 
-def _build(source):
-    namespace = {"torch": torch}
-    exec(compile(source, "<generated-augmented>", "exec"), namespace)  # noqa: S102 - test programs
-    return namespace["prog"]
-
-
 def _arguments(seed, dtype, start):
     x = torch.randn(3, generator=torch.Generator().manual_seed(seed)).to(dtype)
     return [x, 2, 1.5, Holder(start), [start]]
@@ -106,7 +100,7 @@ def _check(compiled, prog, args, source):
        st.integers(0, 2**16))
 def test_generated_augmented_assignment_matches_eager(program, dtype, start, seed):
     source, may_raise = program
-    prog = _build(source)
+    prog = build_program(source, {"torch": torch}, "<generated-augmented>")
     fastdynamo.reset()
     recorder = Recorder()
     compiled = fastdynamo.compile(prog, backend="eager", fullgraph=not may_raise, _recorder=recorder)

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 import fastdynamo
 from fastdynamo.convert_frame import Recorder
 
-from .object_helpers import AttributeMapped, same
+from .object_helpers import AttributeMapped, build_program, same
 
 
 class Config(AttributeMapped):
@@ -72,12 +72,6 @@ def programs(draw):
     return source, draw(st.sampled_from(CHANGES))
 
 
-def _build(source):
-    namespace = dict(NAMESPACE)
-    exec(compile(source, "<generated-copies>", "exec"), namespace)  # noqa: S102 - test programs
-    return namespace["prog"]
-
-
 def _arguments(seed, change):
     torch.manual_seed(seed)
     args = [torch.randn(3), Config(1.5), Settings()]
@@ -96,7 +90,7 @@ def _check(compiled, prog, seed, change, source):
 @given(programs(), st.integers(0, 2**16))
 def test_generated_copy_program_is_one_graph_matching_eager(program, seed):
     source, change = program
-    prog = _build(source)
+    prog = build_program(source, NAMESPACE, "<generated-copies>")
     fastdynamo.reset()
     recorder = Recorder()
     compiled = fastdynamo.compile(prog, backend="eager", fullgraph=True, _recorder=recorder)

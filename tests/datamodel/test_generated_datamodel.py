@@ -21,6 +21,8 @@ from hypothesis import strategies as st
 
 import fastdynamo
 
+from .object_helpers import build_program
+
 
 class Obj:
     def __init__(self, n):
@@ -145,12 +147,6 @@ def programs(draw):
     return source, dict(dicts), lists
 
 
-def _build(source):
-    namespace = dict(NAMESPACE)
-    exec(compile(source, "<generated-datamodel>", "exec"), namespace)  # noqa: S102 - test programs
-    return namespace["prog"]
-
-
 def _arguments(seed, d, lst):
     gen = torch.Generator().manual_seed(seed)
     return (torch.randn(3, generator=gen), torch.randn(3, generator=gen), dict(d), list(lst), Obj(2))
@@ -174,7 +170,7 @@ def _check(compiled, prog, args_eager, args_compiled, source):
 @given(programs(), st.integers(0, 2**16))
 def test_generated_datamodel_program_matches_eager(program, seed):
     source, d, lst = program
-    prog = _build(source)
+    prog = build_program(source, NAMESPACE, "<generated-datamodel>")
     fastdynamo.reset()
     compiled = fastdynamo.compile(prog, backend="eager")
     _check(compiled, prog, _arguments(seed, d, lst), _arguments(seed, d, lst), source)

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 import fastdynamo
 
 from .call_sequences import assert_graph_counts, run_sequence, with_repeats
+from .object_helpers import build_program
 
 
 class Box:
@@ -123,11 +124,8 @@ def _arguments(world, configuration, call):
     return x, world.first, other, world.refs[referent], FUNCTIONS[function]
 
 
-def _build(source):
-    namespace = {"torch": torch, "weakref": weakref, "inspect": inspect, "plain": plain,
-                 "with_defaults": with_defaults}
-    exec(compile(source, "<generated-introspection>", "exec"), namespace)  # noqa: S102 - test programs
-    return namespace["prog"]
+NAMESPACE = {"torch": torch, "weakref": weakref, "inspect": inspect, "plain": plain,
+             "with_defaults": with_defaults}
 
 
 @share_of_profile(0.25)  # an example is up to five calls, most of them compiling
@@ -138,6 +136,7 @@ def test_generated_introspection_sequence_matches_eager(program, sequence):
     whole = not breaks_when & met
     sequence = with_repeats(sequence)
     fastdynamo.reset()
-    run = run_sequence(_build(source), sequence, Objects, _arguments, fullgraph=whole, source=source)
+    prog = build_program(source, NAMESPACE, "<generated-introspection>")
+    run = run_sequence(prog, sequence, Objects, _arguments, fullgraph=whole, source=source)
     assert_graph_counts(run, sequence, fullgraph=whole, source=source)
     fastdynamo.reset()

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 import fastdynamo
 
-from .object_helpers import same
+from .object_helpers import build_program, same
 
 
 class Base:
@@ -200,12 +200,6 @@ def programs(draw):
     return source, draw(st.sampled_from(CHANGES))
 
 
-def _build(source):
-    namespace = dict(NAMESPACE)
-    exec(compile(source, "<generated-objects>", "exec"), namespace)  # noqa: S102 - test programs
-    return namespace["prog"]
-
-
 def _arguments(seed, change):
     torch.manual_seed(seed)
     obj = Child(torch.randn(3))
@@ -235,7 +229,7 @@ def _check(compiled, prog, seed, change, source):
 @given(programs(), st.integers(0, 2**16))
 def test_generated_object_program_matches_eager(program, seed):
     source, change = program
-    prog = _build(source)
+    prog = build_program(source, NAMESPACE, "<generated-objects>")
     fastdynamo.reset()
     compiled = fastdynamo.compile(prog, backend="eager")
     _check(compiled, prog, seed, None, source)

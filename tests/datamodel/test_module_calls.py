@@ -2,9 +2,7 @@
 ``m.forward`` after the first call recompiles (wrong-result class 4 of issue #10)."""
 import torch
 
-import fastdynamo
-from fastdynamo.convert_frame import Recorder
-
+from .helpers import compiled_with_recorder
 from .object_helpers import compare, fresh
 
 
@@ -58,19 +56,13 @@ class Lin(torch.nn.Module):
         return self.sub(t) + 1
 
 
-def _compiled(fn):
-    fastdynamo.reset()
-    recorder = Recorder()
-    return fastdynamo.compile(fn, backend="eager", _recorder=recorder), recorder
-
-
 def test_patching_forward_of_a_global_submodule_recompiles():
     m = Lin()
 
     def call_m(t):
         return m(t)
 
-    compiled, recorder = _compiled(call_m)
+    compiled, recorder = compiled_with_recorder(call_m)
     x = -torch.ones(2)
     assert torch.equal(compiled(x), call_m(x))
     m.sub.forward = lambda t: t * 100
@@ -82,7 +74,7 @@ def test_patching_forward_of_a_module_argument_recompiles():
     def call(m, t):
         return m(t) * 2
 
-    compiled, recorder = _compiled(call)
+    compiled, recorder = compiled_with_recorder(call)
     m, x = Lin(), torch.ones(2)
     assert torch.equal(compiled(m, x), call(m, x))
     m.forward = lambda t: t - 5
@@ -112,7 +104,7 @@ def test_patching_a_helper_method_recompiles():
     def call(m, t):
         return m(t)
 
-    compiled, recorder = _compiled(call)
+    compiled, recorder = compiled_with_recorder(call)
     m, x = Helper(), torch.ones(2)
     assert torch.equal(compiled(m, x), call(m, x))
     m.scale = lambda t: t * 3
