@@ -123,8 +123,7 @@ def class_attribute(tx, owner: VariableTracker, cls: type, name: str, attr: Any,
         return UserMethodVariable(UserFunctionVariable(attr.__func__, source),
                                   ClassVariable(cls, cls_source))
     if hasattr(type(attr), "__get__"):
-        from .dict_objects import builtin_method
-        from .special_calls import object_method
+        from .dict_objects import builtin_method, object_method
 
         bound = builtin_method(owner, name, attr) or object_method(owner, name, attr)
         if bound is not None:

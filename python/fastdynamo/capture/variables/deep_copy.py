@@ -44,9 +44,7 @@ from .attributes import MISSING, instance_attr_source, type_lookup
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .custom_lookup import lookup_or_missing
-from .dict_objects import InstanceDictVariable
-
-_OBJECT_METHODS = ("__reduce_ex__", "__reduce__", "__getstate__")
+from .dict_objects import OBJECT_METHOD_NAMES, InstanceDictVariable, ObjectMethodVariable
 
 
 def deepcopy_value(tx, value: VariableTracker) -> VariableTracker:
@@ -169,11 +167,9 @@ class _DeepCopier:
 
     def _check_lookups(self, original: VariableTracker, cls: type) -> None:
         """What deepcopy and ``object.__reduce_ex__`` look up through the instance."""
-        from .special_calls import ObjectMethodVariable
-
         if lookup_or_missing(self.tx, original, "__deepcopy__") is not None:
             raise unsupported(f"copy.deepcopy of a {cls.__qualname__}, which has __deepcopy__")
-        for name in _OBJECT_METHODS:
+        for name in OBJECT_METHOD_NAMES:
             found = lookup_or_missing(self.tx, original, name)
             if not (isinstance(found, ObjectMethodVariable) and found.owner is original and found.name == name):
                 raise unsupported(f"copy.deepcopy of a {cls.__qualname__}: its {name} is not object's")

@@ -283,6 +283,26 @@ class BuiltinMethodVariable(VariableTracker):
         return f"BuiltinMethodVariable({self.owner.describe()}.{self.name})"
 
 
+class ObjectMethodVariable(BuiltinMethodVariable):
+    """``obj.name`` where the lookup found ``object``'s own method (a bound C method):
+    found, but calling it is not modelled (``copy.deepcopy`` checks that its lookups
+    found these, see deep_copy.py)."""
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        raise unsupported(f"calling object.{self.name} on {self.owner.describe()} (not modelled)")
+
+
+# ``object``'s own methods that deepcopy and pickle look up through an instance.
+OBJECT_METHOD_NAMES = ("__reduce_ex__", "__reduce__", "__getstate__")
+
+
+def object_method(owner: VariableTracker, name: str, attr: Any) -> VariableTracker | None:
+    """The bound form of ``object.name`` found on a user object's class, or None."""
+    if name in OBJECT_METHOD_NAMES and attr is object.__dict__.get(name):
+        return ObjectMethodVariable(owner, name)
+    return None
+
+
 def builtin_method(owner: VariableTracker, name: str, attr: Any) -> VariableTracker | None:
     """The bound form of ``attr``, a method of a built-in dict base found by an
     attribute lookup on ``owner``, when ``owner`` models that base; else None."""

@@ -5,8 +5,6 @@ graph.
 """
 from __future__ import annotations
 
-import types
-
 from ...exc import unsupported
 from .base import VariableTracker
 from .constant import ConstantVariable
@@ -40,32 +38,3 @@ class SpecialMethodCalls(VariableTracker):
         if type(value) is not int or value < 0:
             raise unsupported("__len__ returned something other than an int >= 0 (TypeError/ValueError)")
         return ConstantVariable(value)
-
-
-# ``object``'s own methods that deepcopy and pickle look up through an instance: found,
-# but calling one is not modelled (copy.deepcopy checks that the lookup found these).
-OBJECT_METHOD_NAMES = ("__reduce_ex__", "__reduce__", "__getstate__")
-
-
-class ObjectMethodVariable(VariableTracker):
-    """``obj.name`` where the lookup found ``object``'s own method (a bound C method)."""
-
-    def __init__(self, owner: VariableTracker, name: str):
-        self.owner = owner
-        self.name = name
-
-    def python_type(self) -> type:
-        return types.BuiltinMethodType
-
-    def call_function(self, tx, args, kwargs) -> VariableTracker:
-        raise unsupported(f"calling object.{self.name} on {self.owner.describe()} (not modelled)")
-
-    def describe(self) -> str:
-        return f"ObjectMethodVariable({self.owner.describe()}.{self.name})"
-
-
-def object_method(owner: VariableTracker, name: str, attr) -> VariableTracker | None:
-    """The bound form of ``object.name`` found on a user object's class, or None."""
-    if name in OBJECT_METHOD_NAMES and attr is object.__dict__.get(name):
-        return ObjectMethodVariable(owner, name)
-    return None
