@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import copy
 import functools
+import textwrap
 import types
 
 import torch
+from hypothesis import strategies as st
 
 import fastdynamo
 from fastdynamo.convert_frame import Recorder
@@ -102,3 +104,35 @@ def build_program(source: str, namespace: dict, filename: str):
     namespace = dict(namespace)
     exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - test programs
     return namespace["prog"]
+
+
+def program_source(signature: str, body: list[str]) -> str:
+    """``def prog(<signature>):`` with ``body``, one statement (or block) per item."""
+    return f"def prog({signature}):\n" + textwrap.indent("\n".join(body), "    ") + "\n"
+
+
+def programs_with_a_change(signature: str, statements: list[str], returns: list[str], changes: list[str],
+                           most: int):
+    """Programs of 1..``most`` statements (``{c}`` drawn from 1..3) over a running tensor
+    ``a`` and a ``log`` list, one of ``returns``, and the change made to the arguments
+    between the first and the second compiled call."""
+    @st.composite
+    def programs(draw):
+        body = ["a = x", "log = []"]
+        for _ in range(draw(st.integers(1, most))):
+            body.append(draw(st.sampled_from(statements)).format(c=draw(st.integers(1, 3))))
+        body.append(draw(st.sampled_from(returns)))
+        return program_source(signature, body), draw(st.sampled_from(changes))
+    return programs()
+
+
+def programs_with_break_tags(signature: str, statements: list[tuple[str, frozenset]], returns: list[str]):
+    """Programs of 1..4 tagged statements (``{c}`` drawn from 1..3) after ``a = x * 2``,
+    one of ``returns``, with the union of the chosen statements' tags (when they break)."""
+    @st.composite
+    def programs(draw):
+        chosen = [draw(st.sampled_from(statements)) for _ in range(draw(st.integers(1, 4)))]
+        body = ["a = x * 2"] + [text.format(c=draw(st.integers(1, 3))) for text, _ in chosen]
+        body.append(draw(st.sampled_from(returns)))
+        return program_source(signature, body), frozenset().union(*(tags for _, tags in chosen))
+    return programs()

@@ -11,8 +11,6 @@ statements captured whole runs under ``fullgraph=True`` with at most one graph p
 and no break. ``--hypothesis-profile=long`` runs thousands."""
 from __future__ import annotations
 
-import textwrap
-
 import torch
 from examples_budget import share_of_profile
 from hypothesis import given
@@ -21,7 +19,7 @@ from hypothesis import strategies as st
 import fastdynamo
 
 from .call_sequences import assert_graph_counts, run_sequence, with_repeats
-from .object_helpers import build_program
+from .object_helpers import build_program, programs_with_break_tags
 
 
 class Box:
@@ -87,15 +85,6 @@ STATEMENTS = [
 RETURNS = ["return a", "return a, p.n, q.n, la, db", "return [a, h.box.n, len(lb)]", "return a, tb"]
 
 
-@st.composite
-def programs(draw):
-    chosen = [draw(st.sampled_from(STATEMENTS)) for _ in range(draw(st.integers(1, 4)))]
-    body = ["a = x * 2"] + [text.format(c=draw(st.integers(1, 3))) for text, _ in chosen]
-    body.append(draw(st.sampled_from(RETURNS)))
-    source = "def prog(x, p, q, la, lb, da, db, h, ta, tb):\n" + textwrap.indent("\n".join(body), "    ") + "\n"
-    return source, frozenset().union(*(breaks_when for _, breaks_when in chosen))
-
-
 # a configuration: whether q is p, lb is la, db is da, which holder h is, whether tb is ta
 configurations = st.tuples(st.booleans(), st.booleans(), st.booleans(), st.integers(0, 1), st.booleans())
 
@@ -117,7 +106,8 @@ def _arguments(world, configuration, call):
 
 
 @share_of_profile(0.25)  # an example is up to five calls, most of them compiling
-@given(programs(), st.lists(configurations, min_size=1, max_size=4))
+@given(programs_with_break_tags("x, p, q, la, lb, da, db, h, ta, tb", STATEMENTS, RETURNS),
+       st.lists(configurations, min_size=1, max_size=4))
 def test_generated_aliasing_sequence_matches_eager(program, sequence):
     source, breaks_when = program
     whole = not breaks_when & _aliased_pairs(sequence)

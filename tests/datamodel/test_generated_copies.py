@@ -10,7 +10,6 @@ thousands."""
 from __future__ import annotations
 
 import copy
-import textwrap
 
 import torch
 from hypothesis import given
@@ -19,7 +18,7 @@ from hypothesis import strategies as st
 import fastdynamo
 from fastdynamo.convert_frame import Recorder
 
-from .object_helpers import AttributeMapped, build_program, same
+from .object_helpers import AttributeMapped, build_program, programs_with_a_change, same
 
 
 class Config(AttributeMapped):
@@ -62,16 +61,6 @@ RETURNS = ["return a, log", "return a, log, st.sizes, cf.width"]
 CHANGES = ["pass", "st.extra = st.sizes", "st.more = 1", "cf.width = 2.5", "cf.labels = {5: 'z'}"]
 
 
-@st.composite
-def programs(draw):
-    body = ["log = []"]
-    for _ in range(draw(st.integers(1, 3))):
-        body.append(draw(st.sampled_from(STATEMENTS)).format(c=draw(st.integers(1, 3))))
-    body.append(draw(st.sampled_from(RETURNS)))
-    source = "def prog(x, cf, st):\n    a = x\n" + textwrap.indent("\n".join(body), "    ") + "\n"
-    return source, draw(st.sampled_from(CHANGES))
-
-
 def _arguments(seed, change):
     torch.manual_seed(seed)
     args = [torch.randn(3), Config(1.5), Settings()]
@@ -87,7 +76,7 @@ def _check(compiled, prog, seed, change, source):
     assert same(args_compiled, args_eager), f"arguments differ\n{source}"
 
 
-@given(programs(), st.integers(0, 2**16))
+@given(programs_with_a_change("x, cf, st", STATEMENTS, RETURNS, CHANGES, most=3), st.integers(0, 2**16))
 def test_generated_copy_program_is_one_graph_matching_eager(program, seed):
     source, change = program
     prog = build_program(source, NAMESPACE, "<generated-copies>")

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import textwrap
 import weakref
 
 import torch
@@ -24,7 +23,7 @@ from hypothesis import strategies as st
 import fastdynamo
 
 from .call_sequences import assert_graph_counts, run_sequence, with_repeats
-from .object_helpers import build_program
+from .object_helpers import build_program, programs_with_break_tags
 
 
 class Box:
@@ -104,15 +103,6 @@ RETURNS = ["return a", "return a, obj.n, other.n", "return [a, r() is None]"]
 REFERENTS = ["first", "second", "dead"]
 
 
-@st.composite
-def programs(draw):
-    chosen = [draw(st.sampled_from(STATEMENTS)) for _ in range(draw(st.integers(1, 4)))]
-    body = ["a = x * 2"] + [text.format(c=draw(st.integers(1, 3))) for text, _ in chosen]
-    body.append(draw(st.sampled_from(RETURNS)))
-    source = "def prog(x, obj, other, r, fn):\n" + textwrap.indent("\n".join(body), "    ") + "\n"
-    return source, frozenset().union(*(breaks_when for _, breaks_when in chosen))
-
-
 # a configuration: (other is obj, the referent, the function's index)
 configurations = st.tuples(st.booleans(), st.sampled_from(REFERENTS), st.integers(0, len(FUNCTIONS) - 1))
 
@@ -129,7 +119,8 @@ NAMESPACE = {"torch": torch, "weakref": weakref, "inspect": inspect, "plain": pl
 
 
 @share_of_profile(0.25)  # an example is up to five calls, most of them compiling
-@given(programs(), st.lists(configurations, min_size=1, max_size=4))
+@given(programs_with_break_tags("x, obj, other, r, fn", STATEMENTS, RETURNS),
+       st.lists(configurations, min_size=1, max_size=4))
 def test_generated_introspection_sequence_matches_eager(program, sequence):
     source, breaks_when = program
     met = {"always"} | {"wrapped" for _, _, function in sequence if FUNCTIONS[function] is wrapped}

@@ -11,7 +11,6 @@ from __future__ import annotations
 import collections
 import dataclasses
 import functools
-import textwrap
 
 import torch
 from hypothesis import given
@@ -19,7 +18,7 @@ from hypothesis import strategies as st
 
 import fastdynamo
 
-from .object_helpers import build_program, same
+from .object_helpers import build_program, programs_with_a_change, same
 
 
 class Base:
@@ -190,16 +189,6 @@ CHANGES = ["pass", "obj.extra = 5", "del obj.t", "m.forward = lambda t: t * 7",
 _CHANGE_CODE = {change: compile(change, "<change>", "exec") for change in CHANGES}
 
 
-@st.composite
-def programs(draw):
-    body = ["log = []"]
-    for _ in range(draw(st.integers(1, 4))):
-        body.append(draw(st.sampled_from(STATEMENTS)).format(c=draw(st.integers(1, 3))))
-    body.append(draw(st.sampled_from(RETURNS)))
-    source = "def prog(x, obj, s, px, m, rec, cf):\n    a = x\n" + textwrap.indent("\n".join(body), "    ") + "\n"
-    return source, draw(st.sampled_from(CHANGES))
-
-
 def _arguments(seed, change):
     torch.manual_seed(seed)
     obj = Child(torch.randn(3))
@@ -226,7 +215,8 @@ def _check(compiled, prog, seed, change, source):
     assert same(args_compiled, args_eager), f"arguments differ\n{source}"
 
 
-@given(programs(), st.integers(0, 2**16))
+@given(programs_with_a_change("x, obj, s, px, m, rec, cf", STATEMENTS, RETURNS, CHANGES, most=4),
+       st.integers(0, 2**16))
 def test_generated_object_program_matches_eager(program, seed):
     source, change = program
     prog = build_program(source, NAMESPACE, "<generated-objects>")
