@@ -63,7 +63,10 @@ def _owner_class(value: VariableTracker) -> tuple[type, Source | None, type] | N
     from .variables.user_objects import NewObjectVariable
 
     if isinstance(value, TupleVariable) and value.tuple_type is not tuple:
-        return value.tuple_type, None, tuple
+        class_source = value.class_source
+        if class_source is None and value.source is not None:
+            class_source = TypeSource(value.source)
+        return value.tuple_type, class_source, tuple
     if isinstance(value, UserObjectVariable):
         return (type(value.value), TypeSource(value.source) if value.source is not None else None,
                 getattr(value, "base", object))  # a dict subclass: dict's methods are not the user's

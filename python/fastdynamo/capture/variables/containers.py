@@ -97,9 +97,12 @@ class TupleVariable(BaseSequenceVariable):
 
     view_of: DictVariable  # set on a dict's keys()/values()/items(): the dict it reads
 
-    def __init__(self, items, source=None, tuple_type: type = tuple):
+    def __init__(self, items, source=None, tuple_type: type = tuple, class_source=None):
         super().__init__(items, source)
         self.tuple_type = tuple_type
+        # where the rewritten code finds ``tuple_type`` (a named tuple built in the frame
+        # from a class with a source), so the class's methods can be guarded and inlined
+        self.class_source = class_source
 
     def python_type(self) -> type:
         return self.tuple_type

@@ -82,7 +82,7 @@ class ClassVariable(VariableTracker):
 
         if issubclass(self.cls, tuple) and hasattr(self.cls, "_fields"):
             values = list(args) + [kwargs[f] for f in self.cls._fields[len(args):] if f in kwargs]
-            return TupleVariable(values, tuple_type=self.cls)
+            return TupleVariable(values, tuple_type=self.cls, class_source=self.source)
         constant_args = all(a.is_python_constant() for a in args)
         if issubclass(self.cls, BaseException) and constant_args and not kwargs:
             # raising it breaks the graph; the instance is made by the rewritten code

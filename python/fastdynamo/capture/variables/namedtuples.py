@@ -44,7 +44,7 @@ def namedtuple_attribute(tx, value, fields: tuple[str, ...], name: str) -> Varia
 def _bound(tx, value, name: str, fn: types.FunctionType) -> VariableTracker:
     from .functions import UserFunctionVariable, UserMethodVariable
 
-    source = method_source(value.source, None, name) if value.source is not None else None
+    source = method_source(value.source, value.class_source, name)
     if source is not None:
         tx.output.add_guard(source, id_is(fn))
     return UserMethodVariable(UserFunctionVariable(fn, source), value)
@@ -58,7 +58,7 @@ def _replace(value, fields: tuple[str, ...], args: list, kwargs: dict) -> Variab
         raise unsupported(f"_replace() with {'positional arguments' if args else sorted(unknown)} "
                           "(TypeError/ValueError in Python)")
     items = [kwargs.get(field, item) for field, item in zip(fields, value.items, strict=True)]
-    return TupleVariable(items, tuple_type=value.tuple_type)
+    return TupleVariable(items, tuple_type=value.tuple_type, class_source=value.class_source)
 
 
 def _asdict(value, fields: tuple[str, ...], args: list, kwargs: dict) -> VariableTracker:
