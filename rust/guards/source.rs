@@ -48,7 +48,10 @@ impl Accessor {
         match self {
             Accessor::Local(index) => input.local(*index).map(|v| v.to_owned()),
             Accessor::Global(name) => dict_lookup(&input.globals(), name.bind(py)),
-            Accessor::Builtin(name) => dict_lookup(&input.builtins(), name.bind(py)),
+            // what LOAD_GLOBAL finds: a global of that name shadows the builtin, so a
+            // global defined after the trace fails the builtin's guard
+            Accessor::Builtin(name) => dict_lookup(&input.globals(), name.bind(py))
+                .or_else(|| dict_lookup(&input.builtins(), name.bind(py))),
             Accessor::Closure(index) => {
                 let cell = input.closure()?.get_item(*index).ok()?;
                 crate::ffi::object::cell_contents(&cell)

@@ -63,7 +63,8 @@ class GlobalSource(Source):
 
 @dataclass(frozen=True)
 class BuiltinSource(Source):
-    """A name in the frame's builtins dict (read when the globals lack it)."""
+    """A name in the frame's builtins dict, read as ``LOAD_GLOBAL`` reads it: a global
+    of the same name (defined after the trace) shadows it."""
 
     builtin_name: str
 
@@ -199,8 +200,9 @@ def resolve(source: Source, f_locals: list[Any], f_globals: dict, f_builtins: di
         return f_locals[source.index]
     if isinstance(source, GlobalSource):
         return f_globals[source.global_name]
-    if isinstance(source, BuiltinSource):
-        return f_builtins[source.builtin_name]
+    if isinstance(source, BuiltinSource):  # as LOAD_GLOBAL: a global shadows the builtin
+        name = source.builtin_name
+        return f_globals[name] if name in f_globals else f_builtins[name]
     if isinstance(source, ClosureSource):
         assert closure is not None
         return closure[source.index].cell_contents

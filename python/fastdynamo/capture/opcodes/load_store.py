@@ -6,6 +6,7 @@ from typing import Any
 
 from ...bytecode import version
 from ...exc import unsupported
+from ...guards import contains
 from ..builder import GlobalsSource, wrap_code_constant, wrap_value
 from ..side_effects import where_of
 from ..variables.base import NULL
@@ -116,9 +117,10 @@ class LoadStoreOpcodes:
         elif name in self.f_builtins:
             value = self.f_builtins[name]
             source = self.globals_source.for_builtin(name)
-            if source is not None and self.globals_source.root:
-                # the global must stay absent for the builtin to be what the name means
-                pass
+            if self.globals_source.base is not None:
+                # another module's globals: they must stay without the name for the builtin
+                # to be what it means (the root's are checked by the builtin's own source)
+                self.output.add_guard(self.globals_source.base, contains(name, False))
         else:
             raise unsupported(f"name {name!r} is not defined")
         return wrap_value(self, value, source)
