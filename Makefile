@@ -13,7 +13,9 @@ CARGO_ENV := $(if $(filter python3,$(PYTHON)),,PYO3_PYTHON=$(PYTHON_EXE) CARGO_T
 
 build-dev:  ## build the native extension in place (release) for PYTHONPATH=python runs
 	$(CARGO_ENV) cargo build --release --features extension-module
-	cp $(TARGET_DIR)/release/libfastdynamo.so python/fastdynamo/_native$(EXT_SUFFIX)
+	# copy then rename: a process that has the old library mapped keeps it (cp over it faults)
+	cp $(TARGET_DIR)/release/libfastdynamo.so python/fastdynamo/_native$(EXT_SUFFIX).new
+	mv python/fastdynamo/_native$(EXT_SUFFIX).new python/fastdynamo/_native$(EXT_SUFFIX)
 
 test: build-dev
 	PYTHONPATH=python $(PYTHON) -m pytest -q
