@@ -181,7 +181,28 @@ class NestedFunctionVariable(BaseFunctionVariable):
             return self.attrs[name]
         if name in ("__name__", "__qualname__"):
             return ConstantVariable(self.code.co_name if name == "__name__" else self.qualname)
+        if name in ("__doc__", "__type_params__") and hasattr(types.FunctionType, name):
+            # what CPython derives from the code object when it makes the function
+            from .constant import wrap_constant_result
+
+            cells = tuple(types.CellType() for _ in self.code.co_freevars)
+            return wrap_constant_result(getattr(types.FunctionType(self.code, {}, closure=cells), name))
+        if name == "__module__" and "__name__" in self.f_globals:
+            from ..builder import wrap_value
+
+            return wrap_value(tx, self.f_globals["__name__"], self.globals_source.for_global("__name__"))
+        if name == "__annotations__" and not getattr(self, "has_annotations", True):
+            from .containers import DictVariable
+
+            # made on first read and kept: every read gives the same dict, as in CPython
+            self.attrs[name] = DictVariable({})
+            return self.attrs[name]
         raise unsupported(f"attribute {name!r} of function {self.qualname} made by the frame")
+
+    def instance_dict_items(self) -> dict[str, VariableTracker]:
+        """The entries of the function's ``__dict__``: what the frame set, less the
+        attributes CPython keeps in the function's own slots."""
+        return {k: v for k, v in self.attrs.items() if k not in functools.WRAPPER_ASSIGNMENTS}
 
     def store_attr(self, tx, name: str, value: VariableTracker) -> None:
         if name.startswith("__") and name not in WRAPPER_ATTRIBUTES:
@@ -268,6 +289,8 @@ def update_wrapper(tx, wrapper: VariableTracker, wrapped: VariableTracker,
 
     if not isinstance(wrapper, NestedFunctionVariable) or tuple(updated) not in ((), ("__dict__",)):
         raise unsupported("functools.update_wrapper on something other than a function made by the frame")
+    if isinstance(wrapped, NestedFunctionVariable):
+        return _update_from_frame_function(tx, wrapper, wrapped, assigned, updated)
     real = wrapped.fn if isinstance(wrapped, UserFunctionVariable) else wrapped.as_python_constant()
     source = wrapped.source
     if updated and getattr(real, "__dict__", {}):
@@ -284,6 +307,20 @@ def update_wrapper(tx, wrapper: VariableTracker, wrapped: VariableTracker,
             raise unsupported(f"functools.wraps copying a {type(value).__name__} {name}")
         wrapper.attrs[name] = wrap_value(tx, value, attr_source) if attr_source is not None \
             else _constant_value(value)
+    wrapper.attrs["__wrapped__"] = wrapped
+    return wrapper
+
+
+def _update_from_frame_function(tx, wrapper: NestedFunctionVariable, wrapped: NestedFunctionVariable,
+                                assigned: tuple, updated: tuple) -> VariableTracker:
+    """``update_wrapper`` copying from a function the frame made too (``wraps`` applied
+    to a lambda): its attributes as the frame sees them, then its ``__dict__``."""
+    for name in assigned:
+        if name == "__type_params__" and not hasattr(types.FunctionType, name):
+            continue  # not an attribute before 3.12: update_wrapper skips it
+        wrapper.attrs[name] = wrapped.var_getattr(tx, name)
+    if updated:
+        wrapper.attrs.update(wrapped.instance_dict_items())
     wrapper.attrs["__wrapped__"] = wrapped
     return wrapper
 
