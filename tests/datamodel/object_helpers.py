@@ -100,8 +100,8 @@ class AttributeMapped:
 
 def build_program(source: str, namespace: dict, filename: str):
     """The function ``prog`` defined by a generated program's ``source``, compiled under
-    ``filename`` with ``namespace`` (copied) as its globals."""
-    namespace = dict(namespace)
+    ``filename`` with ``namespace`` (copied) as its globals, named like a module's."""
+    namespace = {"__name__": "generated", **namespace}
     exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - test programs
     return namespace["prog"]
 

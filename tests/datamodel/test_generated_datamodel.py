@@ -5,8 +5,9 @@ user classes with dunders, properties and ``super()``, namedtuples, modules that
 compiled: return values and their types, the state of every argument afterwards,
 exceptions, and again on a second call with a reordered dict and other values.
 
-Graph breaks are allowed (the frame may run partly as Python); a wrong value, type,
-side effect or exception is not. ``--hypothesis-profile=long`` runs thousands.
+Every program runs in one graph (compiled with ``fullgraph=True``; the second call may
+recompile once); a wrong value, type, side effect or exception, a graph break or a frame
+left to run as Python fails. ``--hypothesis-profile=long`` runs thousands.
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import fastdynamo
+from fastdynamo.convert_frame import Recorder
 
 from .object_helpers import build_program
 
@@ -141,7 +143,7 @@ def programs(draw):
         template = draw(st.sampled_from(STATEMENTS))
         body.append(template.format(c=draw(st.integers(1, 3))))
     body.append(draw(st.sampled_from(RETURNS)).format())
-    source = "def prog(x, y, d, lst, obj):\n    a = x\n" + textwrap.indent("\n".join(body), "    ") + "\n"
+    source = "def prog(x, y, d, lst, obj):\n    a = x * 2\n" + textwrap.indent("\n".join(body), "    ") + "\n"
     dicts = draw(st.permutations([("p", 1.0), ("q", 2.0), ("r", 0.5)]))
     lists = draw(st.lists(st.integers(0, 4), max_size=4))
     return source, dict(dicts), lists
@@ -172,12 +174,15 @@ def test_generated_datamodel_program_matches_eager(program, seed):
     source, d, lst = program
     prog = build_program(source, NAMESPACE, "<generated-datamodel>")
     fastdynamo.reset()
-    compiled = fastdynamo.compile(prog, backend="eager")
+    recorder = Recorder()
+    compiled = fastdynamo.compile(prog, backend="eager", fullgraph=True, _recorder=recorder)
     _check(compiled, prog, _arguments(seed, d, lst), _arguments(seed, d, lst), source)
+    assert (len(recorder.captures), recorder.breaks) == (1, []), source
     # Again, with the dict's keys reordered and other values: a cached entry must not
     # reuse what the first call's order or values decided.
     reordered = dict(reversed(list(d.items())))
     more = lst + [1]
     _check(compiled, prog, _arguments(seed + 1, reordered, more), _arguments(seed + 1, reordered, more),
            source)
+    assert len(recorder.captures) in (1, 2) and not recorder.breaks, source  # reused, or one recompile
     fastdynamo.reset()
