@@ -1,4 +1,4 @@
-"""Property test: generated programs that deep-copy plain data and user objects (a
+"""Property test: generated programs that copy (``copy.copy``) and deep-copy plain data and user objects (a
 Hugging Face style config with ``attribute_map``, a plain settings object whose lists
 may be shared), change the copies (assignment, ``delattr``, ``del``, list and dict
 changes, ``vars``), and ask ``is`` between values from outside the frame. Every
@@ -53,6 +53,12 @@ STATEMENTS = [
     "st.scale = {c}\nc = copy.deepcopy(st)\na = a * c.scale\nlog.append(st.scale)",
     "pair = copy.deepcopy([st.sizes, st.extra, (st.scale, 'k')])\npair[0].append({c})\n"
     "a = a + len(pair[1]) + (pair[0] is pair[1])\nlog.append(pair)",
+    # copy.copy: new containers and objects sharing their values
+    "c = copy.copy(st)\nshared = c.sizes is st.sizes\nc.sizes = c.sizes + [{c}]\nc.scale = {c}\n"
+    "a = a * st.scale + len(st.sizes) + len(c.sizes) + shared",
+    "c = copy.copy(cf)\nc.hidden = {c}\na = a * c.hidden + cf.hidden + (c.labels is cf.labels)\nlog.append(c)",
+    "lst = copy.copy(st.sizes)\nlst.append({c})\nd = copy.copy(vars(st))\nd['k'] = 1\n"
+    "a = a + len(lst) + len(st.sizes) + len(d)\nlog.append(list(d))",
 ]
 RETURNS = ["return a, log", "return a, log, st.sizes, cf.width"]
 

@@ -395,9 +395,16 @@ def _weakref(tx, *args, **kwargs):
     return make_weakref(tx, list(args), kwargs)
 
 
+@handles(copy.copy)
+def _copy(tx, value):
+    from .copies import copy_value
+
+    return copy_value(tx, value)
+
+
 @handles(copy.deepcopy)
 def _deepcopy(tx, value, memo=None):
-    from .deep_copy import deepcopy_value
+    from .copies import deepcopy_value
 
     if memo is not None and not (memo.is_python_constant() and memo.as_python_constant() is None):
         raise unsupported("copy.deepcopy with a memo")

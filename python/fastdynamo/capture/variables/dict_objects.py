@@ -286,7 +286,7 @@ class BuiltinMethodVariable(VariableTracker):
 class ObjectMethodVariable(BuiltinMethodVariable):
     """``obj.name`` where the lookup found ``object``'s own method (a bound C method):
     found, but calling it is not modelled (``copy.deepcopy`` checks that its lookups
-    found these, see deep_copy.py)."""
+    found these, see copies.py)."""
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
         raise unsupported(f"calling object.{self.name} on {self.owner.describe()} (not modelled)")

@@ -1,5 +1,6 @@
-"""``copy.deepcopy`` of plain data, modelled on the trackers (Hugging Face's configs are
-deep-copied inside ``forward``: T5's decoder cache asks ``config.get_text_config``).
+"""``copy.deepcopy`` and ``copy.copy`` of plain data, modelled on the trackers (Hugging
+Face's configs are deep-copied inside ``forward``: T5's decoder cache asks
+``config.get_text_config``).
 
 ``copy.py`` itself is not traced: its memo is keyed by ``id()`` of objects the frame
 makes, its dispatch table by types, and its user-object path runs C methods
@@ -27,6 +28,10 @@ relation guards ``same_object``/``distinct_objects``, so a later call that alias
 differently recompiles.
 A class registered in ``copyreg.dispatch_table`` is refused when traced; registering
 one afterwards is not guarded.
+
+``copy.copy`` takes its own steps: immutable values (atoms, tuples) are themselves;
+exact lists, dicts and sets are their ``copy()``; a plain user object (as above, with no
+``__copy__`` on its class) is a new object whose instance dict holds the same values.
 """
 from __future__ import annotations
 
@@ -43,7 +48,7 @@ from ...guards.sources import Source
 from .attributes import MISSING, instance_attr_source, type_lookup
 from .base import VariableTracker
 from .constant import ConstantVariable
-from .custom_lookup import lookup_or_missing
+from .custom_lookup import InstanceDictView, lookup_or_missing
 from .dict_objects import OBJECT_METHOD_NAMES, InstanceDictVariable, ObjectMethodVariable
 
 
@@ -142,64 +147,117 @@ class _DeepCopier:
         return result
 
     def _copy_object(self, key: Any, original: VariableTracker) -> VariableTracker:
-        from .user_objects import NewObjectVariable
-
         cls = original.python_type()
-        _check_plain_class(cls)
-        self._check_lookups(original, cls)
-        class_source = getattr(original, "class_source", None)
-        instance_source = getattr(original, "source", None)
-        if class_source is None and instance_source is not None:
-            from ...guards.sources import TypeSource
-
-            class_source = TypeSource(instance_source)
-        result = NewObjectVariable(cls, class_source)
+        _check_plain_class(cls, "copy.deepcopy")
+        if lookup_or_missing(self.tx, original, "__deepcopy__") is not None:
+            raise unsupported(f"copy.deepcopy of a {cls.__qualname__}, which has __deepcopy__")
+        _check_reduce_lookups(self.tx, original, cls, "copy.deepcopy")
+        result = _new_instance(original, cls)
         self.memo[key] = result
-        state = self._state(original)
-        if lookup_or_missing(self.tx, result, "__setstate__") is not None:
-            raise unsupported(f"copy.deepcopy of a {cls.__qualname__}: the copy has __setstate__")
-        target = lookup_or_missing(self.tx, result, "__dict__")
-        if not (isinstance(target, InstanceDictVariable) and target.owner is result):
-            raise unsupported(f"copy.deepcopy of a {cls.__qualname__}: its __dict__ is not the instance dict")
+        state = _object_state(self.tx, original, "copy.deepcopy")
+        _check_copy_lookups(self.tx, result, cls, "copy.deepcopy")
         if state is not None:
             result.attrs.update(self.copy(state).items)  # type: ignore[attr-defined]
         return result
 
-    def _check_lookups(self, original: VariableTracker, cls: type) -> None:
-        """What deepcopy and ``object.__reduce_ex__`` look up through the instance."""
-        if lookup_or_missing(self.tx, original, "__deepcopy__") is not None:
-            raise unsupported(f"copy.deepcopy of a {cls.__qualname__}, which has __deepcopy__")
-        for name in OBJECT_METHOD_NAMES:
-            found = lookup_or_missing(self.tx, original, name)
-            if not (isinstance(found, ObjectMethodVariable) and found.owner is original and found.name == name):
-                raise unsupported(f"copy.deepcopy of a {cls.__qualname__}: its {name} is not object's")
 
-    def _state(self, original: VariableTracker):
-        """``object.__getstate__``'s answer: the instance dict (None when empty)."""
-        from .misc import UserObjectVariable
+def copy_value(tx, value: VariableTracker) -> VariableTracker:
+    """``copy.copy(value)``: ``copy``'s dispatch on the exact type, then ``__copy__`` on
+    the class, then ``__reduce_ex__(4)`` without deep-copying the state."""
+    from .containers import DictVariable, ListVariable, SetVariable, TupleVariable
+    from .misc import UserObjectVariable
+    from .user_objects import NewObjectVariable
 
-        if not isinstance(original, UserObjectVariable):
-            state = InstanceDictVariable(original)  # type: ignore[arg-type]
-            return state if state.items else None
-        return self._outside_state(original)
+    if _DeepCopier._is_atom(value) or (isinstance(value, TupleVariable) and value.python_type() is tuple):
+        return value  # copy._copy_immutable
+    if type(value) in (ListVariable, SetVariable) and value.python_type() in (list, set):
+        return value.call_method(tx, "copy", [], {})
+    if isinstance(value, DictVariable) and _is_plain_dict(value):
+        value.uses_order("copy.copy keeps the key order")
+        return value.call_method(tx, "copy", [], {})
+    if isinstance(value, InstanceDictVariable):  # vars() of an object made by the frame
+        return DictVariable(dict(value.items))
+    if isinstance(value, InstanceDictView) and isinstance(value.owner, UserObjectVariable):
+        state = _outside_state(tx, value.owner, "copy.copy")  # vars() of one from outside
+        return DictVariable(dict(state.items) if state is not None else {})  # type: ignore[attr-defined]
+    if isinstance(value, (UserObjectVariable, NewObjectVariable)):
+        return _shallow_copy_object(tx, value)
+    raise unsupported(f"copy.copy of {value.describe()}")
 
-    def _outside_state(self, original) -> VariableTracker | None:
-        from ..builder import wrap_value
-        from .containers import DictVariable
 
-        obj, cls = original.value, type(original.value)
-        instance_dict = object.__getattribute__(obj, "__dict__")
-        if type(instance_dict) is not dict or not all(type(k) is str for k in instance_dict):
-            raise unsupported(f"copy.deepcopy of a {cls.__qualname__} whose __dict__ is not a plain dict")
-        dict_source = instance_attr_source(original.source, cls, "__dict__")
-        wrapped = wrap_value(self.tx, instance_dict, dict_source)
-        if not isinstance(wrapped, DictVariable):
-            raise unsupported(f"copy.deepcopy of a {cls.__qualname__}: its __dict__ as {wrapped.describe()}")
-        wrapped.uses_order("copy.deepcopy keeps the attribute order")
-        items = dict(wrapped.items)
-        for name, pending in self.tx.output.side_effects.pending_attrs(obj):
-            items[name] = pending  # a store of the trace (new names go last, as in the dict)
-        return DictVariable(items) if items else None
+def _shallow_copy_object(tx, original: VariableTracker) -> VariableTracker:
+    cls = original.python_type()
+    _check_plain_class(cls, "copy.copy")
+    if type_lookup(cls, "__copy__") is not MISSING:
+        raise unsupported(f"copy.copy of a {cls.__qualname__}, which has __copy__")
+    _check_reduce_lookups(tx, original, cls, "copy.copy")
+    state = _object_state(tx, original, "copy.copy")
+    result = _new_instance(original, cls)
+    _check_copy_lookups(tx, result, cls, "copy.copy")
+    if state is not None:
+        result.attrs.update(state.items)
+    return result
+
+
+def _new_instance(original: VariableTracker, cls: type):
+    """``cls.__new__(cls)`` (``copyreg.__newobj__``), found again through the
+    original's class."""
+    from .user_objects import NewObjectVariable
+
+    class_source = getattr(original, "class_source", None)
+    instance_source = getattr(original, "source", None)
+    if class_source is None and instance_source is not None:
+        from ...guards.sources import TypeSource
+
+        class_source = TypeSource(instance_source)
+    return NewObjectVariable(cls, class_source)
+
+
+def _check_reduce_lookups(tx, original: VariableTracker, cls: type, what: str) -> None:
+    """What ``object.__reduce_ex__`` looks up through the instance: object's own."""
+    for name in OBJECT_METHOD_NAMES:
+        found = lookup_or_missing(tx, original, name)
+        if not (isinstance(found, ObjectMethodVariable) and found.owner is original and found.name == name):
+            raise unsupported(f"{what} of a {cls.__qualname__}: its {name} is not object's")
+
+
+def _check_copy_lookups(tx, result: VariableTracker, cls: type, what: str) -> None:
+    """``copy._reconstruct`` on the new object: no ``__setstate__``, and its
+    ``__dict__`` is its instance dict (which the state updates)."""
+    if lookup_or_missing(tx, result, "__setstate__") is not None:
+        raise unsupported(f"{what} of a {cls.__qualname__}: the copy has __setstate__")
+    target = lookup_or_missing(tx, result, "__dict__")
+    if not (isinstance(target, InstanceDictVariable) and target.owner is result):
+        raise unsupported(f"{what} of a {cls.__qualname__}: its __dict__ is not the instance dict")
+
+
+def _object_state(tx, original: VariableTracker, what: str):
+    """``object.__getstate__``'s answer: the instance dict (None when empty)."""
+    from .misc import UserObjectVariable
+
+    if not isinstance(original, UserObjectVariable):
+        state = InstanceDictVariable(original)  # type: ignore[arg-type]
+        return state if state.items else None
+    return _outside_state(tx, original, what)
+
+
+def _outside_state(tx, original, what: str) -> VariableTracker | None:
+    from ..builder import wrap_value
+    from .containers import DictVariable
+
+    obj, cls = original.value, type(original.value)
+    instance_dict = object.__getattribute__(obj, "__dict__")
+    if type(instance_dict) is not dict or not all(type(k) is str for k in instance_dict):
+        raise unsupported(f"{what} of a {cls.__qualname__} whose __dict__ is not a plain dict")
+    dict_source = instance_attr_source(original.source, cls, "__dict__")
+    wrapped = wrap_value(tx, instance_dict, dict_source)
+    if not isinstance(wrapped, DictVariable):
+        raise unsupported(f"{what} of a {cls.__qualname__}: its __dict__ as {wrapped.describe()}")
+    wrapped.uses_order(f"{what} keeps the attribute order")
+    items = dict(wrapped.items)
+    for name, pending in tx.output.side_effects.pending_attrs(obj):
+        items[name] = pending  # a store of the trace (new names go last, as in the dict)
+    return DictVariable(items) if items else None
 
 
 def _is_plain_dict(value: VariableTracker) -> bool:
@@ -221,7 +279,7 @@ def _atomic_constant(value: Any) -> bool:
     return False
 
 
-def _check_plain_class(cls: type) -> None:
+def _check_plain_class(cls: type, what: str) -> None:
     """The classes whose deepcopy is ``__reduce_ex__(4)``'s default: ``object.__new__``
     then the instance dict (see the module docstring)."""
     from .user_objects import has_slots, is_heap_type
@@ -240,5 +298,5 @@ def _check_plain_class(cls: type) -> None:
     elif type(cls) is not type:
         why = f"its metaclass is {type(cls).__qualname__}"
     if why is not None:
-        raise unsupported(f"copy.deepcopy of a {cls.__qualname__}: {why}")
+        raise unsupported(f"{what} of a {cls.__qualname__}: {why}")
 
