@@ -4,12 +4,16 @@ use super::source::bad;
 use super::tensor::TensorCheck;
 use crate::errors::Error;
 use pyo3::prelude::*;
-use pyo3::types::{PyFloat, PyFrozenSet, PyTuple, PyType};
+use pyo3::types::{PyFloat, PyFrozenSet, PyString, PyTuple, PyType};
 use std::fmt::Write;
 
 pub enum Check {
     TypeIs(Py<PyType>),
     IdIs(Identity),
+    /// A Python function whose `__code__` is this code object (read in place).
+    CodeIs(Py<PyAny>),
+    /// A type none of whose MRO classes defines this name.
+    TypeLacks(Py<PyString>),
     Equals(Py<PyAny>),
     LenIs(usize),
     IsNone,
@@ -66,6 +70,8 @@ pub enum StateCheck {
     Autocast(bool),
     /// `torch.is_inference_mode_enabled()`: results are inference tensors.
     InferenceMode(bool),
+    /// Global tables (torch's module-hook dicts) that must stay empty.
+    TablesEmpty(Vec<Py<PyAny>>),
 }
 
 impl Check {
@@ -81,6 +87,10 @@ impl Check {
                 arg(1)?.cast_into::<PyType>().map_err(|_| bad(spec, "type_is needs a type"))?.unbind(),
             )),
             "id_is" => Ok(Check::IdIs(Identity::new(&arg(1)?))),
+            "code_is" => Ok(Check::CodeIs(arg(1)?.unbind())),
+            "type_lacks" => Ok(Check::TypeLacks(
+                arg(1)?.cast_into::<PyString>().map_err(|_| bad(spec, "type_lacks needs a str"))?.unbind(),
+            )),
             "equals" => {
                 let value = arg(1)?;
                 if !is_plain_constant(&value) {
@@ -118,6 +128,10 @@ impl Check {
         let ok = match self {
             Check::TypeIs(expected) => value.get_type().as_ptr() == expected.as_ptr(),
             Check::IdIs(expected) => expected.is(value),
+            Check::CodeIs(expected) => function_code_is(value, expected.bind(py)),
+            Check::TypeLacks(name) => {
+                value.cast::<PyType>().is_ok_and(|cls| !crate::ffi::object::type_defines(cls, name.bind(py)))
+            }
             Check::Equals(expected) => same_constant(value, expected.bind(py)),
             Check::LenIs(expected) => value.len().is_ok_and(|n| n == *expected),
             Check::IsNone => value.is_none(),
@@ -141,6 +155,8 @@ impl Check {
         let _ = match self {
             Check::TypeIs(t) => write!(out, "type({name}) is {}, got {got_type}", type_name(t.bind(py))),
             Check::IdIs(o) => write!(out, "{name} is {}, got another {got_type}", o.describe(py)),
+            Check::CodeIs(code) => write!(out, "{name}.__code__ is {}, got another", short_repr(code.bind(py))),
+            Check::TypeLacks(attr) => write!(out, "no class of {name}.__mro__ defines {attr}"),
             Check::Equals(c) => write!(out, "{name} == {}, got {}", short_repr(c.bind(py)), short_repr(value)),
             Check::LenIs(n) => {
                 let got = value.len().map_or_else(|_| "no len()".to_owned(), |l| l.to_string());
@@ -158,6 +174,12 @@ impl Check {
             Check::Tensor(_) => Ok(()),
         };
     }
+}
+
+/// Whether `value` is a Python function running `code`.
+fn function_code_is(value: &Bound<'_, PyAny>, code: &Bound<'_, PyAny>) -> bool {
+    let Ok(function) = value.cast::<pyo3::types::PyFunction>() else { return false };
+    crate::ffi::function::FunctionRef::new(function.as_borrowed()).code().is_some_and(|c| c.as_ptr() == code.as_ptr())
 }
 
 /// Whether iterating `value` yields exactly `keys`, in order and with the same types.
@@ -188,6 +210,9 @@ impl StateCheck {
             "inference_mode" => Ok(StateCheck::InferenceMode(
                 arg.extract().map_err(|_| bad(spec, "inference_mode needs a bool"))?,
             )),
+            "tables_empty" => Ok(StateCheck::TablesEmpty(
+                arg.cast::<PyTuple>().map_err(|_| bad(spec, "tables_empty needs a tuple"))?.iter().map(Bound::unbind).collect(),
+            )),
             _ => Err(bad(spec, "unknown torch state check")),
         }
     }
@@ -205,6 +230,10 @@ impl StateCheck {
             StateCheck::InferenceMode(expected) => {
                 let got = torch.inference_mode(py);
                 (got == Some(*expected), &move || format!("torch.is_inference_mode_enabled() == {}, got {}", py_bool(*expected), got.map_or("error", py_bool)))
+            }
+            StateCheck::TablesEmpty(tables) => {
+                let ok = tables.iter().all(|table| table.bind(py).len().is_ok_and(|n| n == 0));
+                (ok, &|| "torch's global module hooks are empty, got a hook".to_owned())
             }
             StateCheck::DefaultDtype(expected) => {
                 let got = torch.default_dtype(py);

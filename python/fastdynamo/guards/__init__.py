@@ -50,6 +50,10 @@ class Guard:
             return f"{name} is <{type(args[0]).__name__} at {id(args[0]):#x}>"
         if kind == "equals":
             return f"{name} == {args[0]!r}"
+        if kind == "type_lacks":
+            return f"no class of {name}.__mro__ defines {args[0]}"
+        if kind == "code_is":
+            return f"{name}.__code__ is <code {args[0].co_qualname}>"
         if kind == "len_is":
             return f"len({name}) == {args[0]}"
         if kind == "is_none":
@@ -64,6 +68,8 @@ class Guard:
                     f"requires_grad={tensor.requires_grad} size={_dims(sizes)} stride={_dims(strides)}")
         if kind == "shape_exprs":
             return "shape guards:\n" + "\n".join(f"  {text}" for text in args[2])
+        if kind == "tables_empty":
+            return "torch's global module hooks are empty"
         if kind in _STATE_READERS:
             return f"{_STATE_READERS[kind]} == {args[0]}"
         return f"{name}: {self.check!r}"
@@ -86,6 +92,23 @@ def type_is(cls: type) -> tuple:
 def id_is(obj: Any) -> tuple:
     """``value is obj`` (the guard keeps ``obj`` alive)."""
     return ("id_is", obj)
+
+
+def code_is(code: Any) -> tuple:
+    """``value`` is a Python function whose ``__code__`` is ``code`` (read in place:
+    assigning a function's ``__code__`` after the trace must not reuse the entry)."""
+    return ("code_is", code)
+
+
+def type_lacks(name: str) -> tuple:
+    """``value`` is a type and no class of its MRO defines ``name`` (a lookup that found
+    nothing must not be reused once a class gains the name, or a ``__getattr__``)."""
+    return ("type_lacks", name)
+
+
+def tables_empty(*tables: Any) -> tuple:
+    """Global tables (torch's module-hook dicts) stay empty; a torch-state check."""
+    return ("tables_empty", tables)
 
 
 def equals(value: Any) -> tuple:

@@ -15,7 +15,7 @@ from typing import Any
 
 from ...bytecode import version
 from ...exc import unsupported
-from ...guards import id_is, len_is
+from ...guards import code_is, id_is, len_is
 from ...guards.sources import AttrSource, ClosureSource, ItemSource
 from .base import VariableTracker
 from .constant import ConstantVariable
@@ -117,6 +117,8 @@ class UserFunctionVariable(BaseFunctionVariable):
         if getattr(self.fn, "_fastdynamo_disabled", False):
             raise unsupported(f"call to {self.fn.__qualname__}, marked fastdynamo.disable")
         src = self.source
+        if src is not None:  # the code inlined: assigning __code__ later must recompile
+            tx.output.add_guard(src, code_is(self.fn.__code__))
         defaults = tuple(
             wrap_value(tx, value, ItemSource(AttrSource(src, "__defaults__"), i) if src else None)
             for i, value in enumerate(self.fn.__defaults__ or ()))
