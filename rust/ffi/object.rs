@@ -2,8 +2,21 @@
 
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
+use pyo3::types::{PyString, PyTuple, PyType};
 use pyo3::Borrowed;
+
+extern "C" {
+    // CPython's lookup of a name along a type's MRO, without descriptors (what attribute
+    // lookup finds on the type; served from the type cache). Exported on 3.11-3.13.
+    fn _PyType_Lookup(cls: *mut ffi::PyTypeObject, name: *mut ffi::PyObject) -> *mut ffi::PyObject;
+}
+
+/// Whether some class of `cls`'s MRO defines `name`.
+pub fn type_defines(cls: &Bound<'_, PyType>, name: &Bound<'_, PyString>) -> bool {
+    // SAFETY: `cls` is a live type and `name` a live str, both held by the caller; the
+    // lookup returns a borrowed reference or NULL and never sets an exception.
+    unsafe { !_PyType_Lookup(cls.as_ptr().cast(), name.as_ptr()).is_null() }
+}
 
 /// Arguments up to this count are passed from a stack buffer.
 const STACK_ARGS: usize = 16;

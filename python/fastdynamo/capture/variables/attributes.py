@@ -182,6 +182,8 @@ def instance_getattr(tx, owner: VariableTracker, cls: type, name: str, own,
             return call_custom_getattribute(tx, owner, cls, name, class_source)
         return generic_getattr(tx, owner, cls, name, own, instance_source, class_source, guard_absent)
     except RaisedInTrace as raised:
+        if fallback is MISSING and issubclass(raised.exception.cls, AttributeError):
+            guard_lookup_unchanged(tx, class_source, cls)  # a __getattr__ added later would answer
         if fallback is MISSING or not issubclass(raised.exception.cls, AttributeError):
             raise
     return call_getattr_fallback(tx, owner, cls, name, fallback, class_source)
@@ -234,6 +236,7 @@ def generic_getattr(tx, owner: VariableTracker, cls: type, name: str, own,
         return found
     if attr is not MISSING:
         return class_attribute(tx, owner, cls, name, attr, instance_source, class_source)
+    guard_type_lacks(tx, class_source, name)
     if guard_absent is not None:
         guard_absent()
     from .custom_lookup import raise_attribute_error
@@ -255,6 +258,26 @@ def generic_setattr_target(cls: type, name: str) -> Any:
     (property, slot) or MISSING (the instance dict)."""
     attr = type_lookup(cls, name)
     return attr if attr is not MISSING and is_data_descriptor(attr) else MISSING
+
+
+def guard_type_lacks(tx, class_source: Source | None, name: str) -> None:
+    """No class of the MRO at ``class_source`` defines ``name``: what a lookup that
+    found nothing there relied on (a class attribute or ``__getattr__`` added after the
+    trace must not reuse it)."""
+    from ...guards import type_lacks
+
+    if class_source is not None:
+        tx.output.add_guard(class_source, type_lacks(name))
+
+
+def guard_lookup_unchanged(tx, class_source: Source | None, cls: type) -> None:
+    """The class's attribute lookup stays what raised ``AttributeError`` in the trace:
+    its ``__getattribute__`` the same, and no ``__getattr__`` when it had none."""
+    if class_source is None:
+        return
+    tx.output.add_guard(AttrSource(class_source, "__getattribute__"), id_is(type_lookup(cls, "__getattribute__")))
+    if type_lookup(cls, "__getattr__") is MISSING:
+        guard_type_lacks(tx, class_source, "__getattr__")
 
 
 def guard_key(tx, dict_source: Source, name: str, present: bool) -> None:
@@ -314,12 +337,17 @@ def _has_instance_attribute(tx, obj: VariableTracker, name: str) -> bool:
             return True
         if type_lookup(cls, "__getattr__") is not MISSING or has_custom_getattribute(cls):
             raise unsupported(f"hasattr on a {cls.__qualname__}, which customises attribute lookup")
+        guard_type_lacks(tx, obj.class_source, name)
+        guard_lookup_unchanged(tx, obj.class_source, cls)
         return False
     value = obj.value if isinstance(obj, UserObjectVariable) else obj.module  # type: ignore[attr-defined]
     if _really_has(value, name) is False and tx.output.side_effects.load_attr(value, name) is None:
         if type_lookup(cls, "__getattr__") not in (MISSING, _MODULE_GETATTR) or has_custom_getattribute(cls):
             raise unsupported(f"hasattr on a {cls.__qualname__}, which customises attribute lookup")
         if obj.source is not None:
+            guard_type_lacks(tx, TypeSource(obj.source), name)
+            if not isinstance(obj, NNModuleVariable):  # nn.Module's own __getattr__ is modelled
+                guard_lookup_unchanged(tx, TypeSource(obj.source), cls)
             if hasattr(value, "__dict__"):
                 guard_key(tx, AttrSource(obj.source, "__dict__"), name, False)
             if isinstance(obj, NNModuleVariable):

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from ...exc import unsupported
-from ...guards import id_is, len_is
+from ...guards import id_is, len_is, tables_empty
 from ...guards.sources import AttrSource, ItemSource, TypeSource
 from .attributes import (
     MISSING,
@@ -144,13 +144,12 @@ class NNModuleVariable(VariableTracker):
         """``nn.Module.__call__``: no hooks (guarded), then ``self.forward`` looked up as
         Python does (a ``forward`` patched on the instance is called, and guarded)."""
         module = self.module
-        if (module._forward_hooks or module._forward_pre_hooks or module._backward_hooks
-                or _global_hooks_installed()):
+        if any(getattr(module, table) for table in _MODULE_HOOKS) or any(_global_hook_tables()):
             raise unsupported(f"{type(module).__qualname__} has hooks")
-        if self.source is not None:
-            # hooks added later must invalidate the entry
-            tx.output.add_guard(AttrSource(self.source, "_forward_hooks"), len_is(0))
-            tx.output.add_guard(AttrSource(self.source, "_forward_pre_hooks"), len_is(0))
+        tx.output.add_guard(None, tables_empty(*_global_hook_tables()))  # hooks added later
+        if self.source is not None:  # must invalidate the entry
+            for table in _MODULE_HOOKS:
+                tx.output.add_guard(AttrSource(self.source, table), len_is(0))
         return self.var_getattr(tx, "forward").call_function(tx, args, kwargs)
 
     def call_method(self, tx, name, args, kwargs) -> VariableTracker:
@@ -272,8 +271,13 @@ def _buffer_hooks_installed() -> bool:
     return bool(getattr(module_mod, "_global_buffer_registration_hooks", None))
 
 
-def _global_hooks_installed() -> bool:
+# A module's own hook tables that ``nn.Module.__call__`` consults.
+_MODULE_HOOKS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
+
+
+def _global_hook_tables() -> tuple:
+    """torch's global module-hook dicts (mutated in place, never rebound)."""
     from torch.nn.modules import module as module_mod
 
-    return bool(module_mod._global_forward_hooks or module_mod._global_forward_pre_hooks
-                or module_mod._global_backward_hooks)
+    return (module_mod._global_forward_hooks, module_mod._global_forward_pre_hooks,
+            module_mod._global_backward_hooks, module_mod._global_backward_pre_hooks)
