@@ -72,6 +72,9 @@ pub enum StateCheck {
     InferenceMode(bool),
     /// Global tables (torch's module-hook dicts) that must stay empty.
     TablesEmpty(Vec<Py<PyAny>>),
+    /// `query(*args)` (a torch state query, such as `get_fastpath_enabled`) still answers
+    /// this constant.
+    QueryIs { query: Py<PyAny>, args: Py<PyTuple>, answer: Py<PyAny> },
 }
 
 impl Check {
@@ -213,6 +216,14 @@ impl StateCheck {
             "tables_empty" => Ok(StateCheck::TablesEmpty(
                 arg.cast::<PyTuple>().map_err(|_| bad(spec, "tables_empty needs a tuple"))?.iter().map(Bound::unbind).collect(),
             )),
+            "query_is" => {
+                let item = |i: usize| tuple.get_item(i).map_err(|_| bad(spec, "query_is needs query, args, answer"));
+                Ok(StateCheck::QueryIs {
+                    query: item(1)?.unbind(),
+                    args: item(2)?.cast_into::<PyTuple>().map_err(|_| bad(spec, "query_is needs a tuple of args"))?.unbind(),
+                    answer: item(3)?.unbind(),
+                })
+            }
             _ => Err(bad(spec, "unknown torch state check")),
         }
     }
@@ -230,6 +241,14 @@ impl StateCheck {
             StateCheck::InferenceMode(expected) => {
                 let got = torch.inference_mode(py);
                 (got == Some(*expected), &move || format!("torch.is_inference_mode_enabled() == {}, got {}", py_bool(*expected), got.map_or("error", py_bool)))
+            }
+            StateCheck::QueryIs { query, args, answer } => {
+                let got = query.bind(py).call1(args.bind(py)).ok();
+                let ok = got.as_ref().is_some_and(|g| same_constant(g, answer.bind(py)));
+                if got.is_none() {
+                    PyErr::take(py); // a raising query fails the guard
+                }
+                (ok, &move || format!("{}{} == {}", short_repr(query.bind(py)), short_repr(args.bind(py).as_any()), short_repr(answer.bind(py))))
             }
             StateCheck::TablesEmpty(tables) => {
                 let ok = tables.iter().all(|table| table.bind(py).len().is_ok_and(|n| n == 0));

@@ -87,3 +87,51 @@ def test_a_backward_hook_registered_after_the_trace_runs_on_the_next_call():
     linear.register_full_backward_hook(lambda mod, grad_in, grad_out: calls.append(len(grad_out)))
     compiled(torch.ones(2, requires_grad=True)).backward()
     assert calls == [1]  # the hook ran: the entry without it was not reused
+
+
+def test_an_operator_a_class_defines_after_the_trace_recompiles():
+    class Plain:
+        pass
+
+    class Table(dict):
+        pass
+
+    plain, table = Plain(), Table(a=1)
+
+    def fn(x):
+        return x * (plain == plain) + table["a"]
+
+    def change():
+        Plain.__eq__ = lambda self, other: 7
+        Table.__getitem__ = lambda self, key: 13
+
+    _recompiles_to_eagers_answer(fn, change)
+
+
+@pytest.mark.parametrize("query, change, restore", [
+    (torch.get_num_threads, lambda: torch.set_num_threads(3 - min(torch.get_num_threads(), 2)),
+     torch.set_num_threads),  # another thread count, whatever the current one
+    (torch.are_deterministic_algorithms_enabled, lambda: torch.use_deterministic_algorithms(True),
+     torch.use_deterministic_algorithms),
+])
+def test_a_torch_state_query_is_asked_again_by_the_guard(query, change, restore):
+    before = query()
+    try:
+        _recompiles_to_eagers_answer(lambda x: x * query(), change)
+    finally:
+        restore(before)
+
+
+def test_transformer_encoder_follows_the_fast_path_switch():
+    layer = torch.nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, batch_first=True).eval()
+    compiled, recorder = compiled_with_recorder(layer)
+    x = torch.randn(1, 3, 8)
+    enabled = torch.backends.mha.get_fastpath_enabled()
+    try:
+        with torch.no_grad():
+            for switch in (enabled, not enabled):
+                torch.backends.mha.set_fastpath_enabled(switch)
+                torch.testing.assert_close(compiled(x), layer(x))
+    finally:
+        torch.backends.mha.set_fastpath_enabled(enabled)
+    assert (len(recorder.captures), recorder.breaks) == (2, [])  # one graph per switch position

@@ -94,6 +94,7 @@ def user_method(tx, value: VariableTracker, name: str) -> tuple[Any, Source | No
         return None  # a Size from + and * (operators._sequence_like)
     found = own_class_attribute(cls, name, base)
     if found is MISSING:
+        _guard_builtin_slot(tx, cls, class_source, name)
         return None
     if not isinstance(found, types.FunctionType):
         raise unsupported(f"{cls.__qualname__}.{name} of kind {type(found).__name__}")
@@ -101,6 +102,20 @@ def user_method(tx, value: VariableTracker, name: str) -> tuple[Any, Source | No
     if source is not None and tx is not None:
         tx.output.add_guard(source, id_is(found))
     return found, source
+
+
+def _guard_builtin_slot(tx, cls: type, class_source: Source | None, name: str) -> None:
+    """The built-in behaviour applied because no user class defines ``name``: a class
+    that defines it after the trace must not reuse the entry."""
+    from .variables.attributes import MISSING, guard_type_lacks, type_lookup
+
+    if tx is None or class_source is None:
+        return
+    builtin = type_lookup(cls, name)
+    if builtin is MISSING:
+        guard_type_lacks(tx, class_source, name)
+    else:
+        tx.output.add_guard(AttrSource(class_source, name), id_is(builtin))
 
 
 def call_special(tx, value: VariableTracker, name: str, args: list, kwargs: dict) -> VariableTracker:

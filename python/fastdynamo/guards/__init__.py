@@ -68,6 +68,8 @@ class Guard:
                     f"requires_grad={tensor.requires_grad} size={_dims(sizes)} stride={_dims(strides)}")
         if kind == "shape_exprs":
             return "shape guards:\n" + "\n".join(f"  {text}" for text in args[2])
+        if kind == "query_is":
+            return f"{getattr(args[0], '__qualname__', args[0])}{args[1]!r} == {args[2]!r}"
         if kind == "tables_empty":
             return "torch's global module hooks are empty"
         if kind in _STATE_READERS:
@@ -109,6 +111,12 @@ def type_lacks(name: str) -> tuple:
 def tables_empty(*tables: Any) -> tuple:
     """Global tables (torch's module-hook dicts) stay empty; a torch-state check."""
     return ("tables_empty", tables)
+
+
+def query_is(query: Any, args: tuple, answer: Any) -> tuple:
+    """``query(*args) == answer`` for a torch state query (``get_fastpath_enabled``),
+    called by the guard; a torch-state check."""
+    return ("query_is", query, args, answer)
 
 
 def equals(value: Any) -> tuple:

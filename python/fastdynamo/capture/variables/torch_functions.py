@@ -14,6 +14,7 @@ import torch
 
 from ...compiling import is_compiling
 from ...exc import unsupported
+from ...guards import query_is
 from .base import CallableVariable, VariableTracker
 from .constant import ConstantVariable, wrap_constant_result
 
@@ -44,6 +45,22 @@ CONSTANT_FOLDED = {
 }
 
 
+# Queries whose answer is fixed while a compiled frame runs (no scripting, tracing or
+# export happens inside one).
+STATE_FREE_QUERIES = {torch.jit.is_scripting, torch.jit.is_tracing, torch._C._get_tracing_state,
+                      torch.compiler.is_exporting}
+
+
+def _queries_global_state(fn, args, kwargs) -> bool:
+    """A call whose constant answer comes from torch's global state (thread count,
+    deterministic mode, autocast dtypes...), which no guard covers: nothing but
+    constants passed, and no arguments at all or a state query's name."""
+    if fn in STATE_FREE_QUERIES or not all(v.is_python_constant() for v in (*args, *kwargs.values())):
+        return False
+    name = getattr(fn, "__name__", "")
+    return not (args or kwargs) or name.startswith(("is_", "get_", "are_"))
+
+
 class TorchFunctionVariable(CallableVariable):
     """A callable from the torch namespace."""
 
@@ -72,7 +89,15 @@ class TorchFunctionVariable(CallableVariable):
                                                **{k: v.as_python_constant() for k, v in kwargs.items()}))
             if isinstance(fn, type):
                 raise unsupported(f"constructing {fn.__qualname__} from symbolic values")
-        return tx.output.record_call("call_function", fn, args, kwargs)
+        result = tx.output.record_call("call_function", fn, args, kwargs)
+        if result.is_python_constant() and _queries_global_state(fn, args, kwargs):
+            # an answer from nothing the frame passed: torch's global state, asked again
+            # by the guard on later calls
+            answer = result.as_python_constant()
+            if kwargs or type(answer) not in (bool, int, float, str, type(None), torch.dtype):
+                raise unsupported(f"torch.{getattr(fn, '__name__', fn)}() reads global state that is not guarded")
+            tx.output.add_guard(None, query_is(fn, tuple(a.as_python_constant() for a in args), answer))
+        return result
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
         attr = getattr(self.fn, name, None)
