@@ -78,3 +78,34 @@ def test_a_class_without_the_dunder_raises_eagers_error():
 
     with pytest.raises(TypeError, match="not subscriptable"):
         fastdynamo.compile(f, backend="eager")(torch.ones(2), Plain())
+
+
+class EqualByValue:
+    def __init__(self, v):
+        self.v = v
+
+    def __eq__(self, other):
+        return self.v == other.v if isinstance(other, EqualByValue) else NotImplemented
+
+
+class EqualSub(EqualByValue):
+    def __eq__(self, other):
+        return True  # the reflected side goes first for a proper subclass
+
+
+def not_equal(x, a, b):
+    return x * (a != b) + (b != a) * 10 + (a != 3) * 100
+
+
+@pytest.mark.parametrize("a, b", [(EqualByValue(1), EqualByValue(1)), (EqualByValue(1), EqualByValue(2)),
+                                  (EqualByValue(1), EqualSub(2))])
+def test_not_equal_inverts_the_classs_own_eq(a, b):
+    """``!=`` without ``__ne__`` is ``object.__ne__``: the inverse of ``__eq__`` (and
+    identity when ``__eq__`` returns NotImplemented both ways)."""
+    x = torch.ones(2)
+    expected = not_equal(x, a, b)
+    compiled = fastdynamo.compile(not_equal, backend="eager", fullgraph=True)
+    assert torch.equal(compiled(x, a, b), expected)
+    fastdynamo.reset()
+    report = fastdynamo.explain(not_equal, backend="eager")(x, a, b)
+    assert (report.graph_count, report.graph_break_count) == (1, 0)

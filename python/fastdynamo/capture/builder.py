@@ -166,6 +166,9 @@ def wrap_value(tx, value: Any, source: Source | None) -> VariableTracker:
     if is_plain_constant(value):
         guard(equals(value))
         return _constant_tuple(value, source) if type(value) is tuple else ConstantVariable(value, source)
+    if value is NotImplemented or value is Ellipsis:  # singletons, guarded by identity
+        guard(id_is(value))
+        return ConstantVariable(value, source)
     if type(value) in (list, dict) and source is not None:
         # One variable per list or dict from the frame, so in-place changes made through
         # one path are seen through the others (side effects).

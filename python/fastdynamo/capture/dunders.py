@@ -134,8 +134,29 @@ def _inline(tx, found: tuple[Any, Source | None], args: list, kwargs: dict | Non
     return UserFunctionVariable(fn, source).call_function(tx, args, kwargs or {})
 
 
-def _call(tx, found: tuple[Any, Source | None], args: list[VariableTracker]) -> VariableTracker | None:
+def _operand_method(tx, value: VariableTracker, name: str):
+    """What runs for ``name`` on this operand: its class's own method; for ``__ne__``
+    inherited from ``object``, ``object.__ne__``, which inverts the class's own
+    ``__eq__`` (an ``("invert", found)`` pair); None for the built-in behaviour."""
+    found = user_method(tx, value, name)
+    if found is not None or name != "__ne__":
+        return found
+    owner = _owner_class(value)
+    if owner is None or owner[2] is not object:
+        return None  # a built-in base's __ne__ (tuple's) never asks __eq__
+    from .variables.attributes import type_lookup
+
+    if type_lookup(owner[0], "__ne__") is not object.__ne__:
+        return None
+    equal = user_method(tx, value, "__eq__")
+    return ("invert", equal) if equal is not None else None
+
+
+def _call(tx, found, args: list[VariableTracker]) -> VariableTracker | None:
     """Inline ``fn(*args)``; None when it returned ``NotImplemented``."""
+    if isinstance(found[0], str):  # ("invert", found): object.__ne__ over __eq__
+        equal = _call(tx, found[1], args)
+        return None if equal is None else ConstantVariable(not equal.truth(tx))
     result = _inline(tx, found, args)
     if result.is_python_constant() and result.as_python_constant() is NotImplemented:
         return None
@@ -158,10 +179,10 @@ def _dispatch(tx, left, right, method: str, reflected: str) -> VariableTracker |
     if (isinstance(left, TensorVariable) and _tensor_would_convert(right)) or \
             (isinstance(right, TensorVariable) and _tensor_would_convert(left)):
         raise unsupported(f"{method} between a tensor and {right.describe()} that torch may convert")
-    forward = user_method(tx, left, method)
+    forward = _operand_method(tx, left, method)
     backward = None
     if _type_of(right) is not _type_of(left):
-        backward = user_method(tx, right, reflected)
+        backward = _operand_method(tx, right, reflected)
     calls = [(forward, [left, right]), (backward, [right, left])]
     if backward is not None and _is_proper_subclass(right, left):
         calls.reverse()

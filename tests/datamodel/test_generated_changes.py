@@ -1,0 +1,134 @@
+"""Property test: what a trace relied on changes between two calls. Generated programs
+read classes, instances, functions, dicts, builtins and torch's state (attributes and
+their absence, ``getattr`` defaults, ``hasattr``, operators a class may or may not
+define, methods, default arguments, code objects, globals); between the first and the
+second compiled call one generated change is made to that world (a class gains an
+attribute, an operator or ``__getattr__``, a method or a function's code is replaced, a
+global or builtin is rebound...). The second call must give eager's answer after the
+same change, which only a guard on what changed can ensure: an entry reused after the
+change is a wrong result. Every program runs in one graph (``fullgraph=True``) and the
+second call adds at most one. Each example builds a fresh world (classes included), so
+examples never see each other's changes. ``--hypothesis-profile=long`` runs thousands."""
+from __future__ import annotations
+
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+import fastdynamo
+from fastdynamo.convert_frame import Recorder
+
+from .object_helpers import build_program, programs_with_a_change
+
+
+def make_world() -> dict:
+    """Fresh classes, instances and functions: the globals of one example's program."""
+
+    class Base:
+        scale = 2
+
+        def __init__(self):
+            self.n = 1
+
+        def value(self, t):
+            return t * self.scale
+
+    class Child(Base):
+        pass
+
+    class Table(dict):
+        pass
+
+    def helper(t, k=2):
+        return t * k
+
+    return {"torch": torch, "Base": Base, "Child": Child, "helper": helper, "obj": Child(),
+            "table": Table(a=1.0), "LIMIT": 3, "names": {"k": 1.0}}
+
+
+# Over `a` (the running tensor), the world's globals, `log` (returned). {c}: 1..3.
+STATEMENTS = [
+    "a = a * obj.scale + obj.n",
+    "a = a + getattr(obj, 'extra', {c}) + hasattr(obj, 'flag') * 10",
+    "a = obj.value(a) + Child.scale",
+    "a = a + helper(a) + helper(a, {c})",
+    "a = a * (obj == obj) + (obj != Child())",
+    "a = a + table['a'] + len(table) + ('b' in table)",
+    "a = a * LIMIT + len(names) + names.get('k', 0.0)",
+    "a = a + abs(-{c}) + len([1, 2])",
+    "a = a * torch.get_num_threads() + isinstance(obj, Base)",
+    "b = Child()\na = a + getattr(b, 'extra', 0) + b.scale * hasattr(b, 'flag')",
+    "try:\n    a = a + obj.missing\nexcept AttributeError:\n    a = a - {c}",
+]
+RETURNS = ["return a, log", "return a, log, obj.n"]
+# Changes to the world between the two calls (`w` is the world's namespace).
+CHANGES = [
+    "pass",
+    "w['Base'].scale = 5",
+    "w['Child'].scale = 7",
+    "w['Child'].extra = 4",
+    "w['Base'].flag = True",
+    "w['Base'].__getattr__ = lambda self, name: 11",
+    "w['Base'].missing = 13",
+    "w['Base'].__eq__ = lambda self, other: 17",
+    "w['Base'].value = lambda self, t: t - 1",
+    "w['obj'].extra = 19",
+    "w['obj'].n = 23",
+    "w['helper'].__defaults__ = (29,)",
+    "w['helper'].__code__ = (lambda t, k=2: t + k).__code__",
+    "w['helper'] = lambda t, k=2: t - k",
+    "w['LIMIT'] = 31",
+    "w['names']['k'] = 37.0",
+    "w['names']['other'] = 1.0",
+    "w['abs'] = lambda v: 41",
+    "w['len'] = lambda v: 43",
+    "w['table']['b'] = 2.0",
+    "type(w['table']).__getitem__ = lambda self, key: 47.0",
+    "type(w['table']).__len__ = lambda self: 53",
+    "w['obj'].__class__ = w['Base']",
+    "torch.set_num_threads(3 - min(torch.get_num_threads(), 2))",
+]
+_CHANGE_CODE = {change: compile(change, "<change>", "exec") for change in CHANGES}
+
+
+def _outcome(fn):
+    try:
+        return fn(torch.arange(3.0)), None
+    except Exception as err:  # noqa: BLE001 - compared with the other run's
+        return None, (type(err), str(err))
+
+
+def _same(actual, expected) -> bool:
+    if isinstance(expected, torch.Tensor):
+        return isinstance(actual, torch.Tensor) and actual.dtype == expected.dtype and torch.equal(actual, expected)
+    if isinstance(expected, (tuple, list)):
+        return type(actual) is type(expected) and len(actual) == len(expected) and \
+            all(_same(a, e) for a, e in zip(actual, expected, strict=True))
+    return type(actual) is type(expected) and actual == expected
+
+
+@given(programs_with_a_change("x", STATEMENTS, RETURNS, CHANGES, most=4))
+def test_a_change_after_the_trace_gives_eagers_answer(program):
+    source, change = program
+    eager_world, compiled_world = make_world(), make_world()
+    eager = build_program(source, eager_world, "<generated-changes>")
+    prog = build_program(source, compiled_world, "<generated-changes>")
+    threads = torch.get_num_threads()
+    fastdynamo.reset()
+    recorder = Recorder()
+    compiled = fastdynamo.compile(prog, backend="eager", fullgraph=True, _recorder=recorder)
+    try:
+        for round_ in ("before", "after"):
+            if round_ == "after":
+                for world, fn in ((eager_world, eager), (compiled_world, prog)):
+                    torch.set_num_threads(threads)  # each world changes from the same state
+                    exec(_CHANGE_CODE[change], {"torch": torch}, {"w": fn.__globals__})  # noqa: S102
+            expected, expected_error = _outcome(eager)
+            actual, actual_error = _outcome(compiled)
+            where = f"{source}{round_}: {change}"
+            assert actual_error == expected_error, where
+            assert _same(actual, expected), f"{actual!r} != {expected!r}\n{where}"
+        assert not recorder.breaks and len(recorder.captures) in (1, 2), (source, change)
+    finally:
+        torch.set_num_threads(threads)
+        fastdynamo.reset()
