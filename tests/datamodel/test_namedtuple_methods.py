@@ -86,7 +86,7 @@ def test_operator_and_method_of_a_namedtuple_made_in_the_frame_in_one_graph():
     expected = fn(a, b)
     actual = fastdynamo.compile(fn, backend="eager", fullgraph=True)(a, b)
     assert [type(t) for t in actual] == [Vec, Vec]
-    assert all(torch.equal(g, e) for got, want in zip(actual, expected) for g, e in zip(got, want))
+    assert all(torch.equal(g, e) for got, want in zip(actual, expected, strict=True) for g, e in zip(got, want, strict=True))
     fastdynamo.reset()
     report = fastdynamo.explain(fn, backend="eager")(a, b)
     assert (report.graph_count, report.graph_break_count) == (1, 0)
