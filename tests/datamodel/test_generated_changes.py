@@ -58,6 +58,8 @@ STATEMENTS = [
     "a = a * torch.get_num_threads() + isinstance(obj, Base)",
     "b = Child()\na = a + getattr(b, 'extra', 0) + b.scale * hasattr(b, 'flag')",
     "try:\n    a = a + obj.missing\nexcept AttributeError:\n    a = a - {c}",
+    "a = a + getattr(Child, 'extra', {c}) + hasattr(Base, 'flag') + Child.scale",
+    "a = a + type(obj).scale + (type(obj) is Child) + len(type(obj).__name__)",
 ]
 RETURNS = ["return a, log", "return a, log, obj.n"]
 # Changes to the world between the two calls (`w` is the world's namespace).
