@@ -36,12 +36,13 @@ if (_reason := _unsupported_reason()) is not None:
 from . import config  # noqa: E402
 from .api import OptimizedModule, compile, disable, reset  # noqa: E402
 from .compiling import is_compiling  # noqa: E402
-from .exc import FullGraphError  # noqa: E402
+from .exc import BackendCompilerFailed, FullGraphError  # noqa: E402
 from .explain import ExplainOutput, explain  # noqa: E402
 from .marks import mark_dynamic, mark_static  # noqa: E402
 
 __all__ = [
     "ExplainOutput",
+    "BackendCompilerFailed",
     "FullGraphError",
     "OptimizedModule",
     "__version__",

@@ -82,6 +82,11 @@ def _check_dynamic(dynamic: Any) -> None:
         raise TypeError(f"dynamic must be None, True or False, got {dynamic!r}")
 
 
+def _check_fullgraph(fullgraph: Any) -> None:
+    if not isinstance(fullgraph, bool):
+        raise TypeError(f"fullgraph must be True or False, got {fullgraph!r}")
+
+
 def _make_callback(backend: str | Backend, fullgraph: bool, entry_codes: set, recorder=None,
                    dynamic: bool | None = None):
     from . import config
@@ -135,6 +140,7 @@ def compile(fn_or_module: Any = None, *, backend: str | Backend = DEFAULT_BACKEN
     torch.Size([2, 2])
     """
     _check_dynamic(dynamic)
+    _check_fullgraph(fullgraph)
     if fn_or_module is None:
         return functools.partial(compile, backend=backend, fullgraph=fullgraph, dynamic=dynamic,
                                  _recorder=_recorder)
@@ -197,6 +203,7 @@ class OptimizedModule(torch.nn.Module):
     def __init__(self, module: torch.nn.Module, *, backend: str | Backend = DEFAULT_BACKEND,
                  fullgraph: bool = False, dynamic: bool | None = None, recorder: Any = None):
         _check_dynamic(dynamic)
+        _check_fullgraph(fullgraph)
         super().__init__()
         # Not registered as a submodule: state_dict keys must not gain a prefix.
         object.__setattr__(self, "_orig_mod", module)

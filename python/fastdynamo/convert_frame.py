@@ -31,7 +31,7 @@ from .backends.eager import GENERATED_FILENAME_PREFIX, graph_function_returning
 from .bytecode import format_side_by_side, version
 from .capture import Broken, Captured, DynamicPolicy, translate, translate_to_break
 from .dispatch import direct_call_for
-from .exc import FullGraphError, Unsupported
+from .exc import BackendCompilerFailed, FullGraphError, Unsupported
 from .guards import compile_guards
 from .guards.shape_guards import ShapeLoweringError
 from .transform.codegen import transformed_code
@@ -240,14 +240,28 @@ class ConvertFrame:
                     # that missed meanwhile before this callback is back in the hook.
                     runtime.publish_cache_entry(code, result)
                 return result
-            except FullGraphError:
-                raise
+            except (FullGraphError, BackendCompilerFailed):
+                raise  # the user's to fix: not a compiler bug to run around
             except Exception as bug:  # noqa: BLE001 - a compiler bug must not break user code
                 if not config.fallback_on_internal_error:
                     raise
                 return self.internal_error(runtime, code, bug)
             finally:
                 _record_generated_sources(sources_before)
+
+    def run_backend(self, code: CodeType, graph_module: Any, example_inputs: list) -> Any:
+        """The backend's callable for a captured graph; a backend that raises or returns
+        something uncallable is reported as torch.compile does (``BackendCompilerFailed``)."""
+        name = getattr(self.backend, "__qualname__", repr(self.backend))
+        try:
+            compiled_fn = self.backend(graph_module, example_inputs)
+        except Exception as err:
+            raise BackendCompilerFailed(f"backend {name} raised {type(err).__name__} compiling a graph of "
+                                        f"{frame_name(code)}: {err}") from err
+        if not callable(compiled_fn):
+            raise BackendCompilerFailed(f"backend {name} returned {type(compiled_fn).__name__} for a graph of "
+                                        f"{frame_name(code)}, not a callable")
+        return compiled_fn
 
     def internal_error(self, runtime: Any, code: CodeType, bug: Exception) -> Any:
         """A bug in the compiler: the frame runs as Python, and the bug is reported."""
@@ -312,7 +326,7 @@ class ConvertFrame:
             return runtime.SKIP
         # a whole frame always has a graph and a return value
         assert result.graph_module is not None and result.output is not None
-        compiled_fn = self.backend(result.graph_module, result.example_inputs)
+        compiled_fn = self.run_backend(code, result.graph_module, result.example_inputs)
         name = _compiled_fn_name()
         fallback = fallback_for(runtime, code, result.mutates_inputs, result.draws_random)
         new_code = transformed_code(code, compiled_fn_name=name, graph_inputs=result.graph_inputs,
@@ -366,7 +380,7 @@ class ConvertFrame:
             return runtime.SKIP
         logs.emit("breaks", f"graph break in {code.co_qualname}: {brk}")
         if capture.graph_module is not None:
-            compiled_fn = self.backend(capture.graph_module, capture.example_inputs)
+            compiled_fn = self.run_backend(code, capture.graph_module, capture.example_inputs)
             self.install_capture(runtime, frame, name, capture, compiled_fn, transformed)
         elif logs.enabled("bytecode"):
             logs.emit("bytecode", f"bytecode for {code.co_qualname} (no graph before the break)",

@@ -52,6 +52,12 @@ class FullGraphError(RuntimeError):
     captured whole; the message names the construct and its ``file:line``."""
 
 
+class BackendCompilerFailed(RuntimeError):
+    """Raised when the backend given to ``fastdynamo.compile`` raises while compiling a
+    captured graph, or returns something that cannot be called; the message names the
+    backend and the frame (the backend's exception is chained)."""
+
+
 def unsupported(reason: str) -> Unsupported:
     """Shorthand used as ``raise unsupported(...)`` so that handlers read as prose."""
     return Unsupported(reason)

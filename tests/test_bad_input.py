@@ -1,0 +1,50 @@
+"""Bad input to the public API gets a clear error naming what was wrong (torch.compile's
+conventions): arguments of the wrong kind, and a user backend that raises while
+compiling a graph or returns something that cannot be called."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import fastdynamo
+
+
+def plus_one(x):
+    return x + 1
+
+
+@pytest.mark.parametrize("value", ["yes", 1, None])
+def test_fullgraph_must_be_a_bool(value):
+    with pytest.raises(TypeError, match="fullgraph must be True or False"):
+        fastdynamo.compile(plus_one, fullgraph=value)
+    with pytest.raises(TypeError, match="fullgraph must be True or False"):
+        fastdynamo.compile(torch.nn.ReLU(), fullgraph=value)
+
+
+def test_a_backend_that_raises_while_compiling_is_reported_not_run_around():
+    def broken(gm, example_inputs):
+        raise ValueError("no kernel for this graph")
+
+    compiled = fastdynamo.compile(plus_one, backend=broken)
+    with pytest.raises(fastdynamo.BackendCompilerFailed, match="backend .*broken raised ValueError .*plus_one") as err:
+        compiled(torch.ones(2))
+    assert isinstance(err.value.__cause__, ValueError)
+
+
+def test_a_backend_that_returns_no_callable_is_reported():
+    compiled = fastdynamo.compile(plus_one, backend=lambda gm, example_inputs: 3)
+    with pytest.raises(fastdynamo.BackendCompilerFailed, match="returned int .*not a callable"):
+        compiled(torch.ones(2))
+
+
+def test_the_backends_error_after_a_graph_break_is_reported_too():
+    def breaks(x):
+        y = x * 2
+        print("", end="")  # a graph break: the graph before it goes to the backend
+        return y + 1
+
+    def broken(gm, example_inputs):
+        raise KeyError("op")
+
+    with pytest.raises(fastdynamo.BackendCompilerFailed, match="KeyError"):
+        fastdynamo.compile(breaks, backend=broken)(torch.ones(2))
