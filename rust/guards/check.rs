@@ -12,8 +12,8 @@ pub enum Check {
     IdIs(Identity),
     /// A Python function whose `__code__` is this code object (read in place).
     CodeIs(Py<PyAny>),
-    /// A type none of whose MRO classes defines this name.
-    TypeLacks(Py<PyString>),
+    /// A type some (`true`) or none (`false`) of whose MRO classes defines this name.
+    TypeDefines(Py<PyString>, bool),
     Equals(Py<PyAny>),
     LenIs(usize),
     IsNone,
@@ -91,8 +91,9 @@ impl Check {
             )),
             "id_is" => Ok(Check::IdIs(Identity::new(&arg(1)?))),
             "code_is" => Ok(Check::CodeIs(arg(1)?.unbind())),
-            "type_lacks" => Ok(Check::TypeLacks(
-                arg(1)?.cast_into::<PyString>().map_err(|_| bad(spec, "type_lacks needs a str"))?.unbind(),
+            "type_defines" => Ok(Check::TypeDefines(
+                arg(1)?.cast_into::<PyString>().map_err(|_| bad(spec, "type_defines needs a str"))?.unbind(),
+                arg(2)?.extract().map_err(|_| bad(spec, "type_defines needs a bool"))?,
             )),
             "equals" => {
                 let value = arg(1)?;
@@ -132,8 +133,8 @@ impl Check {
             Check::TypeIs(expected) => value.get_type().as_ptr() == expected.as_ptr(),
             Check::IdIs(expected) => expected.is(value),
             Check::CodeIs(expected) => function_code_is(value, expected.bind(py)),
-            Check::TypeLacks(name) => {
-                value.cast::<PyType>().is_ok_and(|cls| !crate::ffi::object::type_defines(cls, name.bind(py)))
+            Check::TypeDefines(name, present) => {
+                value.cast::<PyType>().is_ok_and(|cls| crate::ffi::object::type_defines(cls, name.bind(py)) == *present)
             }
             Check::Equals(expected) => same_constant(value, expected.bind(py)),
             Check::LenIs(expected) => value.len().is_ok_and(|n| n == *expected),
@@ -159,7 +160,9 @@ impl Check {
             Check::TypeIs(t) => write!(out, "type({name}) is {}, got {got_type}", type_name(t.bind(py))),
             Check::IdIs(o) => write!(out, "{name} is {}, got another {got_type}", o.describe(py)),
             Check::CodeIs(code) => write!(out, "{name}.__code__ is {}, got another", short_repr(code.bind(py))),
-            Check::TypeLacks(attr) => write!(out, "no class of {name}.__mro__ defines {attr}"),
+            Check::TypeDefines(attr, present) => {
+                write!(out, "{} class of {name}.__mro__ defines {attr}", if *present { "some" } else { "no" })
+            }
             Check::Equals(c) => write!(out, "{name} == {}, got {}", short_repr(c.bind(py)), short_repr(value)),
             Check::LenIs(n) => {
                 let got = value.len().map_or_else(|_| "no len()".to_owned(), |l| l.to_string());

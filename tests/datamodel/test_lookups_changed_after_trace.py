@@ -135,3 +135,29 @@ def test_transformer_encoder_follows_the_fast_path_switch():
     finally:
         torch.backends.mha.set_fastpath_enabled(enabled)
     assert (len(recorder.captures), recorder.breaks) == (2, [])  # one graph per switch position
+
+
+def test_a_class_attribute_read_through_type_of_an_object_is_guarded():
+    class Base:
+        scale = 2
+
+    class Child(Base):
+        def __init__(self):
+            self.n = 1
+
+    outside = Child()
+
+    def fn(x):
+        return x * type(outside).scale + type(Child()).scale + outside.__class__.scale
+
+    _recompiles_to_eagers_answer(fn, lambda: setattr(Base, "scale", 5))
+
+
+@pytest.mark.parametrize("read", ["getattr", "hasattr"])
+def test_a_class_gaining_an_attribute_looked_up_on_the_class_recompiles(read):
+    cls = _fresh_class()
+
+    def fn(x):
+        return x * (getattr(cls, "v", 3) if read == "getattr" else hasattr(cls, "v") + 2)
+
+    _recompiles_to_eagers_answer(fn, lambda: setattr(cls, "v", 7))

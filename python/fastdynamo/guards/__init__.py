@@ -50,8 +50,8 @@ class Guard:
             return f"{name} is <{type(args[0]).__name__} at {id(args[0]):#x}>"
         if kind == "equals":
             return f"{name} == {args[0]!r}"
-        if kind == "type_lacks":
-            return f"no class of {name}.__mro__ defines {args[0]}"
+        if kind == "type_defines":
+            return f"{'some' if args[1] else 'no'} class of {name}.__mro__ defines {args[0]}"
         if kind == "code_is":
             return f"{name}.__code__ is <code {args[0].co_qualname}>"
         if kind == "len_is":
@@ -105,7 +105,12 @@ def code_is(code: Any) -> tuple:
 def type_lacks(name: str) -> tuple:
     """``value`` is a type and no class of its MRO defines ``name`` (a lookup that found
     nothing must not be reused once a class gains the name, or a ``__getattr__``)."""
-    return ("type_lacks", name)
+    return ("type_defines", name, False)
+
+
+def type_defines(name: str) -> tuple:
+    """``value`` is a type and some class of its MRO defines ``name``."""
+    return ("type_defines", name, True)
 
 
 def tables_empty(*tables: Any) -> tuple:

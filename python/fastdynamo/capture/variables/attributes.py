@@ -25,7 +25,7 @@ import types
 from typing import Any
 
 from ...exc import unsupported
-from ...guards import id_is
+from ...guards import id_is, type_lacks
 from ...guards.sources import AttrSource, GenericAttrSource, Source, TypeSource
 from .base import VariableTracker
 
@@ -253,6 +253,11 @@ def is_instance_dict_descriptor(attr: Any) -> bool:
 _HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE
 
 
+def is_heap_type(cls: type) -> bool:
+    """A class made by a class statement (not a built-in type)."""
+    return bool(cls.__flags__ & _HEAPTYPE)
+
+
 def generic_setattr_target(cls: type, name: str) -> Any:
     """What ``object.__setattr__(obj, name, v)`` meets on ``cls``: a data descriptor
     (property, slot) or MISSING (the instance dict)."""
@@ -264,8 +269,6 @@ def guard_type_lacks(tx, class_source: Source | None, name: str) -> None:
     """No class of the MRO at ``class_source`` defines ``name``: what a lookup that
     found nothing there relied on (a class attribute or ``__getattr__`` added after the
     trace must not reuse it)."""
-    from ...guards import type_lacks
-
     if class_source is not None:
         tx.output.add_guard(class_source, type_lacks(name))
 
@@ -291,7 +294,7 @@ def guard_key(tx, dict_source: Source, name: str, present: bool) -> None:
 def has_attribute(tx, obj: VariableTracker, name: str) -> bool:
     """``hasattr(obj, name)`` for a tracked value, exactly, or Unsupported."""
     from .functions import PartialVariable, UserFunctionVariable, UserMethodVariable
-    from .misc import UserObjectVariable
+    from .misc import ClassVariable, UserObjectVariable
     from .nn_module import NNModuleVariable
     from .user_objects import NewObjectVariable
 
@@ -300,6 +303,8 @@ def has_attribute(tx, obj: VariableTracker, name: str) -> bool:
     if isinstance(obj, UserMethodVariable):
         # the method type's attributes, else the function's (method_getattro)
         return type_lookup(types.MethodType, name) is not MISSING or has_attribute(tx, obj.fn, name)
+    if isinstance(obj, ClassVariable) and is_heap_type(obj.cls):
+        return _class_has_attribute(tx, obj, name)
     if obj.is_python_constant() and not isinstance(obj, UserFunctionVariable):
         return hasattr(obj.as_python_constant(), name)
     cls = obj.python_type()
@@ -318,6 +323,23 @@ def has_attribute(tx, obj: VariableTracker, name: str) -> bool:
         guard_key(tx, AttrSource(obj.source, "__dict__"), name, name in obj.instance_dict)
         return name in obj.instance_dict
     raise unsupported(f"hasattr({obj.describe()}, {name!r}): its instance dict is not tracked")
+
+
+def _class_has_attribute(tx, obj, name: str) -> bool:
+    """``hasattr(cls, name)`` for a Python class: its MRO decides (under the plain
+    metaclass ``type``, whose own attributes every class has), guarded both ways."""
+    from ...guards import type_defines
+
+    cls = obj.cls
+    if type(cls) is not type:
+        raise unsupported(f"hasattr on class {cls.__qualname__}, whose metaclass is {type(cls).__qualname__}")
+    if type_lookup(type, name) is not MISSING:
+        return True  # type's own attributes (__name__, mro, ...): on every class
+    if obj.source is None:
+        raise unsupported(f"hasattr on class {cls.__qualname__} without a source")
+    found = type_lookup(cls, name) is not MISSING
+    tx.output.add_guard(obj.source, type_defines(name) if found else type_lacks(name))
+    return found
 
 
 def _has_instance_attribute(tx, obj: VariableTracker, name: str) -> bool:

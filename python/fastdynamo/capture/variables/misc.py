@@ -18,6 +18,7 @@ from .attributes import (
     generic_setattr_target,
     instance_attr_source,
     instance_getattr,
+    is_heap_type,
     method_source,
     property_set,
     type_lookup,
@@ -125,10 +126,15 @@ class ClassVariable(VariableTracker):
             value = getattr(self.cls, name)
         except AttributeError as err:
             raise unsupported(f"class {self.cls.__qualname__} has no attribute {name!r}") from err
+        if source is None and is_heap_type(self.cls):
+            # a Python class's attributes can be reassigned: without a source to guard,
+            # the value read now could be stale on the next call
+            raise unsupported(f"attribute {name!r} of class {self.cls.__qualname__} without a source")
         return wrap_value(tx, value, source)
 
     def describe(self) -> str:
         return f"ClassVariable({self.cls.__qualname__})"
+
 
 
 class ExceptionVariable(VariableTracker):

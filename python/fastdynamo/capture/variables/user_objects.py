@@ -34,6 +34,7 @@ from .attributes import (
     generic_getattr,
     generic_setattr_target,
     instance_getattr,
+    is_heap_type,
     method_source,
     property_set,
     type_lookup,
@@ -41,8 +42,6 @@ from .attributes import (
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .special_calls import SpecialMethodCalls
-
-_HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement
 
 
 def rebuild_object(cls: type, names: tuple, values: tuple) -> Any:
@@ -76,11 +75,6 @@ def constructible(cls: type) -> str | None:
         if not is_dict_subclass(cls):
             return "a subclass of a builtin type"
     return None
-
-
-def is_heap_type(cls: type) -> bool:
-    """A class made by a class statement (not a built-in type)."""
-    return bool(cls.__flags__ & _HEAPTYPE)
 
 
 def construct(tx, cls: type, class_source, args, kwargs) -> VariableTracker:
