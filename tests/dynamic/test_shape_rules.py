@@ -5,6 +5,7 @@ the guards and replacements each left in its ShapeEnv; inputs with symbolic and 
 sizes. Then whole captures with the rules on and off: same graph, same guards."""
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Callable
 
 import pytest
@@ -12,6 +13,7 @@ import torch
 from torch._dispatch.python import enable_python_dispatcher
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import DimDynamic, StatelessSymbolicContext
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from fastdynamo import config
 from fastdynamo.capture import shape_rules
@@ -25,49 +27,76 @@ aten = torch.ops.aten
 
 
 class Spec:
-    """An input: a real tensor and which of its dims are symbolic (None: not a tensor)."""
+    """An input: a real tensor and which of its dims are symbolic, any other value, or a
+    function of the FakeTensors made before it (a shape of symbolic sizes)."""
 
-    def __init__(self, value: Any, dims: tuple[int, ...] = ()):
-        self.value, self.dims = value, dims
+    def __init__(self, value: Any, dims: tuple[int, ...] = (), derive: Callable | None = None):
+        self.value, self.dims, self.derive = value, dims, derive  # derive: a view of the FakeTensor
 
 
 def _fake_args(mode: FakeTensorMode, specs: list[Spec]) -> list[Any]:
     args = []
     for i, spec in enumerate(specs):
+        if callable(spec.value):
+            args.append(spec.value(args))
+            continue
         if not isinstance(spec.value, torch.Tensor):
             args.append(spec.value)
             continue
         sizes = [DimDynamic.DYNAMIC if d in spec.dims else DimDynamic.STATIC for d in range(spec.value.dim())]
         context = StatelessSymbolicContext(dynamic_sizes=sizes)
         source = _NamedSource(LocalSource(i, f"arg{i}"))
-        args.append(mode.from_tensor(spec.value, source=source, symbolic_context=context))
+        fake = mode.from_tensor(spec.value, source=source, symbolic_context=context)
+        if spec.derive is not None:
+            with mode, enable_python_dispatcher():
+                fake = spec.derive(fake)
+        args.append(fake)
     return args
+
+
+class _RuleMode(TorchDispatchMode):
+    """Runs the op given by its rule, from a dispatch mode above the fake mode, as
+    ``_AtenEffects`` does in a capture (below autograd); ``declined`` when it returned None."""
+
+    def __init__(self, fake_mode: FakeTensorMode, target: Any):
+        super().__init__()
+        self.fake_mode, self.target, self.declined = fake_mode, target, False
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        result = shape_rules.run_rule(func, args, kwargs or {}, self.fake_mode)
+        if result is None:
+            self.declined |= func == self.target
+            return func(*args, **(kwargs or {}))
+        return result
 
 
 def _run(func: Any, specs: list[Spec], kwargs: dict, by_rule: bool) -> tuple[Any, list, TraceShapeEnv]:
     env = TraceShapeEnv()
     mode = FakeTensorMode(shape_env=env)
     args = _fake_args(mode, specs)
-    with mode:
-        if by_rule:
-            result = shape_rules.run_rule(func, tuple(args), kwargs, mode)
-        else:
-            with enable_python_dispatcher():
-                result = func(*args, **kwargs)
-    return result, args, env
+    with mode, enable_python_dispatcher():
+        if not by_rule:
+            return func(*args, **kwargs), args, env
+        rules = _RuleMode(mode, func)
+        with rules:
+            result = func(*args, **kwargs)
+    return (None if rules.declined else result), args, env
 
 
 def _metadata(value: Any, args: list) -> Any:
     if isinstance(value, (tuple, list)):
         return [_metadata(v, args) for v in value]
+    storage = value.untyped_storage()._cdata
     return ([str(s) for s in value.shape], [str(s) for s in value.stride()], str(value.storage_offset()),
-            value.dtype, value.device, value.requires_grad, value._version,
-            [i for i, a in enumerate(args) if a is value])
+            value.dtype, value.device, value.requires_grad, value._version, value._is_view(),
+            [i for i, a in enumerate(args) if a is value],
+            [i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.untyped_storage()._cdata == storage])
 
 
 def _state(env: TraceShapeEnv) -> tuple:
     return ([str(g.expr) for g in env.guards], {str(k): str(v) for k, v in env.replacements.items()},
-            sorted(str(k) for k in env.var_to_range))
+            sorted(str(k) for k in env.var_to_range),
+            {str(k): [str(r.expr) for r in v] for k, v in env.deferred_runtime_asserts.items()})
 
 
 def assert_rule_matches_torch(func: Any, specs: list[Spec], **kwargs: Any) -> None:
@@ -81,8 +110,13 @@ def assert_rule_matches_torch(func: Any, specs: list[Spec], **kwargs: Any) -> No
 
 
 def assert_rule_declines(func: Any, specs: list[Spec], **kwargs: Any) -> None:
-    result, _, _ = _run(func, specs, kwargs, by_rule=True)
-    assert result is None
+    """The rule leaves the op to torch (which may well raise: an invalid view)."""
+    mode = FakeTensorMode(shape_env=TraceShapeEnv())
+    args = _fake_args(mode, specs)
+    rules = _RuleMode(mode, func)
+    with mode, enable_python_dispatcher(), rules, contextlib.suppress(RuntimeError, ValueError):
+        func(*args, **kwargs)
+    assert rules.declined
 
 
 # (shape, symbolic dims): symbolic batch, size-1 trailing dims (a squeeze-excite block's
@@ -173,6 +207,120 @@ def test_addmm_declines_a_symbolic_inner_dim() -> None:
     """``a``'s columns symbolic, ``b``'s rows static: equal only by a guard torch adds."""
     assert_rule_declines(aten.addmm.default, [Spec(torch.randn(32)), Spec(torch.randn(6, 16), (1,)),
                                               Spec(torch.randn(16, 32))])
+
+
+def _sizes(*items: Any) -> Spec:
+    """A shape argument: ints, and ``(i, d)`` for the size ``d`` of FakeTensor argument ``i``."""
+    return Spec(lambda args: [args[i].shape[d] if isinstance(item, tuple) else item
+                              for item in items for i, d in [item if isinstance(item, tuple) else (0, 0)]])
+
+
+@pytest.mark.parametrize("shape,dims,new", [
+    ((2, 7, 32), (1,), _sizes((0, 0), (0, 1), 2, 16)),   # split the last dim (heads)
+    ((2, 7, 32), (1,), _sizes((0, 0), (0, 1), -1, 16)),  # ... with -1
+    ((2, 7, 2, 16), (1,), _sizes((0, 0), (0, 1), -1)),   # merge heads back
+    ((2, 7, 32), (1,), _sizes(-1, 32)),                  # linear's 3-d to 2-d
+    ((2, 7, 32), (0, 1), _sizes(-1, 32)),
+    ((2, 7, 32), (1,), _sizes(-1)),                      # flatten
+    ((2, 7, 32), (), _sizes(14, 32)),                    # no symbol at all
+    ((4, 16, 1, 1), (0,), _sizes((0, 0), -1)),           # flatten(1) after pooling
+])
+@pytest.mark.parametrize("name", ["view", "_unsafe_view"])
+def test_view_matches_torch(name: str, shape: tuple, dims: tuple, new: Spec) -> None:
+    assert_rule_matches_torch(getattr(aten, name).default, [Spec(torch.randn(shape), dims), new])
+
+
+@pytest.mark.parametrize("shape,dims,new", [
+    ((14, 32), (0,), _sizes(2, -1, 32)),        # s0 // 2: torch guards on divisibility
+    ((8, 4), (0,), _sizes(4, -1)),              # not a split or merge: torch says 4*(s0//4)
+    ((2, 7, 32), (1,), _sizes((0, 0), (0, 1), 1, 32)),  # a new size-1 dim
+    ((2, 7, 32), (1,), _sizes((0, 0), -1, -1)),  # two -1s: torch's error
+])
+def test_view_declines_what_it_cannot_prove(shape: tuple, dims: tuple, new: Spec) -> None:
+    assert_rule_declines(aten.view.default, [Spec(torch.randn(shape), dims), new])
+
+
+def test_view_declines_merging_non_contiguous_dims() -> None:
+    assert_rule_declines(aten.view.default, [Spec(torch.randn(4, 8).t(), (0,)), _sizes(-1)])
+    assert_rule_declines(aten.view.default, [Spec(torch.randn(2, 6, 96), (1,), lambda t: t[:, :, 32:64]),
+                                             _sizes(-1)])
+
+
+def test_view_of_a_slice_matches_torch() -> None:
+    """A third of a fused qkv projection (split in the graph: a static storage offset)."""
+    assert_rule_matches_torch(aten.view.default, [Spec(torch.randn(2, 7, 96), (1,), lambda t: t[:, :, 32:64]),
+                                                  _sizes((0, 0), (0, 1), -1, 16)])
+    assert_rule_matches_torch(aten.view.default, [Spec(torch.randn(2, 7, 96), (1,), lambda t: t[:, :, 32:64]),
+                                                  _sizes(-1, 32)])
+
+
+@pytest.mark.parametrize("x,dims,new", [
+    (torch.randn(2, 7, 2, 16).transpose(1, 2), (2,), _sizes(2, 2, (0, 2), 16)),  # same sizes, transposed
+    (torch.randn(2, 7, 2, 16).transpose(1, 2), (2,), _sizes(2, 2, (0, 2), 4, 4)),
+    (torch.randn(8, 6).t(), (1,), _sizes(2, 3, (0, 1))),
+])
+def test_view_of_a_strided_input_matches_torch(x: torch.Tensor, dims: tuple, new: Spec) -> None:
+    assert_rule_matches_torch(aten.view.default, [Spec(x, dims), new])
+
+
+@pytest.mark.parametrize("shape,dims,strided", [((2, 7, 4, 8), (1,), False), ((2, 7, 4, 8), (0, 1), True),
+                                                ((3, 5), (0,), False), ((3, 5), (), True)])
+@pytest.mark.parametrize("pair", [(1, -1), (-1, -2), (0, 1), (0, 0)])
+def test_transpose_matches_torch(shape: tuple, dims: tuple, strided: bool, pair: tuple) -> None:
+    x = torch.randn(shape)
+    x = x.transpose(0, 1).contiguous().transpose(0, 1) if strided else x
+    assert_rule_matches_torch(aten.transpose.int, [Spec(x, dims), Spec(pair[0]), Spec(pair[1])])
+
+
+@pytest.mark.parametrize("shape,dims", [((7, 32), (0,)), ((7, 32), (0, 1)), ((32,), (0,)), ((5, 3), ())])
+def test_t_matches_torch(shape: tuple, dims: tuple) -> None:
+    assert_rule_matches_torch(aten.t.default, [Spec(torch.randn(shape), dims)])
+
+
+@pytest.mark.parametrize("dim", [0, 1, 2, 3, -1, -4])
+@pytest.mark.parametrize("shape,dims", [((2, 7, 32), (1,)), ((5, 7, 3), (0, 1)), ((2, 7, 32), ())])
+def test_unsqueeze_matches_torch(dim: int, shape: tuple, dims: tuple) -> None:
+    assert_rule_matches_torch(aten.unsqueeze.default, [Spec(torch.randn(shape), dims), Spec(dim)])
+
+
+def test_unsqueeze_of_a_transposed_input_matches_torch() -> None:
+    assert_rule_matches_torch(aten.unsqueeze.default, [Spec(torch.randn(6, 5).t(), (0, 1)), Spec(1)])
+
+
+BINARY_CASES = [
+    # (a second operand computed from the first shares its symbols, as in a capture)
+    ([Spec(torch.randn(2, 7, 32), (1,)), Spec(lambda args: args[0].exp())], {}),
+    ([Spec(torch.randn(2, 7, 32), (1,)), Spec(torch.randn(32))], {}),            # a weight
+    ([Spec(torch.randn(32)), Spec(torch.randn(2, 7, 32), (1,))], {}),            # ... first
+    ([Spec(torch.randn(2, 7, 32), (1,)), Spec(lambda args: args[0].sum(-1, keepdim=True))], {}),  # rms norm
+    ([Spec(torch.randn(4, 16, 8, 8), (0,)), Spec(lambda args: args[0].sum((2, 3), keepdim=True))], {}),
+    ([Spec(torch.randn(2, 7, 32), (1,)), Spec(0.5)], {}),
+    ([Spec(3), Spec(torch.randn(2, 7, 32), (1,))], {}),
+    ([Spec(torch.randn(2, 7, 32), ()), Spec(torch.randn(32))], {}),
+]
+
+
+@pytest.mark.parametrize("name,specs,kwargs", [
+    (name, specs, kwargs) for name in ("add", "sub", "mul", "div") for specs, kwargs in BINARY_CASES
+    if isinstance(specs[0].value, torch.Tensor) or name in ("add", "mul")])  # a number first: add and mul
+def test_binary_matches_torch(name: str, specs: list, kwargs: dict) -> None:
+    assert_rule_matches_torch(getattr(aten, name).Tensor, specs, **kwargs)
+
+
+def test_add_with_alpha_matches_torch() -> None:
+    assert_rule_matches_torch(aten.add.Tensor, [Spec(torch.randn(2, 7, 32), (1,)), Spec(torch.randn(32))], alpha=2)
+
+
+@pytest.mark.parametrize("specs", [
+    [Spec(torch.randn(2, 7, 32), (1,)), Spec(torch.randn(2, 7, 32), (1,), lambda t: t.transpose(0, 1).contiguous()
+                                                                            .transpose(0, 1))],
+    [Spec(torch.randn(2, 7, 32), (1,)), Spec(torch.randn(7, 32), (0,))],  # s0 against s1: a guard
+    [Spec(torch.randn(2, 7, 32), (1,)), Spec(torch.randn(32, dtype=torch.float64))],  # promotion
+    [Spec(torch.randn(2, 7, 32), (1,)), Spec(torch.tensor(2.0))],  # a 0-d tensor
+    [Spec(torch.randn(2, 7, 32), (1,)), Spec(True)],
+])
+def test_binary_declines_what_it_cannot_prove(specs: list) -> None:
+    assert_rule_declines(aten.mul.Tensor, specs)
 
 
 def test_rules_do_not_apply_outside_fake_mode() -> None:
