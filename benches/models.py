@@ -2,11 +2,15 @@
 ``backend="eager"``, on the tiny models of ``tests/models/zoo.py``, in one process.
 
     PYTHONPATH=python python benches/models.py [--mode inference|train] [--calls N] [names...]
+    PYTHONPATH=python python benches/models.py --dynamic [--repeats N] [names...]
 
 For each model and system it prints the graphs and graph breaks (each system's own
 ``explain``), the first call's time (capture included) and the warm time per call as a
 ratio to eager's, measured interleaved in this run. ``inference`` runs under
 ``torch.no_grad()``; ``train`` runs forward and ``loss.backward()`` in grad mode.
+``--dynamic`` prints the dynamic-shape rows instead (``benches/dynamic_rows.py``):
+compilations over several batch sizes or sequence lengths, side by side with
+torch.compile, and the time of the second (dynamic) compilation.
 """
 from __future__ import annotations
 
@@ -27,6 +31,9 @@ import torch._dynamo  # noqa: E402  (the system compared against)
 from tests.models.zoo import CASES, ModelCase  # noqa: E402
 
 import fastdynamo  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "benches"))
+import dynamic_rows  # noqa: E402
 
 clock = time.perf_counter
 
@@ -112,9 +119,13 @@ def main() -> None:
     parser.add_argument("--mode", choices=("inference", "train"), default="inference")
     parser.add_argument("--calls", type=int, default=20)
     parser.add_argument("names", nargs="*")
+    _add_dynamic_options(parser)
     options = parser.parse_args()
     warnings.filterwarnings("ignore")
     cases = [case for case in CASES if not options.names or case.name in options.names]
+    if options.dynamic:
+        dynamic_rows.print_rows(cases, options.repeats)
+        return
     print(f"mode: {options.mode}; backend='eager' for both; warm time / eager's, median of interleaved rounds")
     print("| model | torch.compile graphs/breaks | fastdynamo graphs/breaks | first call: torch.compile "
           "| first call: fastdynamo | warm / eager: torch.compile | warm / eager: fastdynamo | eager us |")
@@ -125,6 +136,14 @@ def main() -> None:
         print(f"| {case.name} | {tc[0]}/{tc[1]} | {fd[0]}/{fd[1]} | {row['torch.compile first']:.2f} s "
               f"| {row['fastdynamo first']:.2f} s | {row['torch.compile warm']:.2f}x "
               f"| {row['fastdynamo warm']:.2f}x | {row['eager us']:.0f} |", flush=True)
+
+
+# -- dynamic shapes (issue #13) --------------------------------------------------------
+def _add_dynamic_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dynamic", action="store_true",
+                        help="the dynamic-shape rows: compile counts over several sizes, 2nd compile time")
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="--dynamic: fresh runs per compiler; the best second call counts")
 
 
 if __name__ == "__main__":

@@ -26,7 +26,6 @@ from torch._guards import GuardSource
 from torch._guards import Source as TorchSource
 from torch.fx.experimental.symbolic_shapes import (
     DimDynamic,
-    ShapeEnv,
     StatelessSymbolicContext,
     free_unbacked_symbols,
 )
@@ -43,6 +42,7 @@ from ..guards.shape_guards import (
 )
 from ..guards.sources import AttrSource, Source
 from ..marks import dynamic_dims, static_dims
+from .shape_env import TraceShapeEnv
 from .variables.symbolic import concrete, has_symbolic
 
 __all__ = ["DynamicPolicy", "SymbolicShapes", "concrete", "has_symbolic"]
@@ -161,7 +161,7 @@ class SymbolicShapes:
     """The ShapeEnv of one capture and the inputs whose sizes it tracks."""
 
     def __init__(self) -> None:
-        self.env = ShapeEnv()
+        self.env = TraceShapeEnv()
         self.inputs: list[_SymbolicInput] = []
         self.int_inputs: list[_IntInput] = []
         self.loads: dict[sympy.Symbol, ShapeLoad] = {}

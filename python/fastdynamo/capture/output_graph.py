@@ -37,6 +37,7 @@ from ..fx.passes import eliminate_dead_code, mutates_first_argument
 from ..guards import Guard, tensor_match
 from ..guards.sources import Source, resolve
 from .fake_args import check_fake_arguments
+from .shape_rules import run_rule
 
 
 @dataclass
@@ -365,6 +366,10 @@ class _AtenEffects(TorchDispatchMode):
         for written in self._written(func, args, kwargs):
             if isinstance(written, torch.Tensor) and self.output.aliases_input(written):
                 self.output.mutates_inputs = True
+        if self.output.shapes is not None and config.symbolic_shape_rules:
+            result = run_rule(func, args, kwargs, self.output.fake_mode)
+            if result is not None:
+                return result
         return func(*args, **kwargs)
 
     @staticmethod
