@@ -1,4 +1,4 @@
-//! A dict's version tag (PEP 509's `ma_version_tag`): CPython 3.11-3.13 give it a new,
+//! A dict's version tag (PEP 509's `ma_version_tag`): Python 3.11-3.13 give it a new,
 //! process-wide unique value on every change of the dict's contents (3.12+ keep watcher
 //! bits in its low bits, which change it too, never the other way round), so an equal
 //! tag on the same dict means unchanged contents.

@@ -167,7 +167,8 @@ impl GuardSet {
     fn evaluate(&self, input: &GuardInput<'_, '_>, mut reason: Option<&mut String>) -> bool {
         let py = input.py();
         if let Some(torch) = &self.torch {
-            if !self.state_checks.iter().all(|c| c.run(torch, py, reason.as_deref_mut())) {
+            let modes = torch.modes(); // one thread-local read for all of them
+            if !self.state_checks.iter().all(|c| c.run(torch, modes, py, reason.as_deref_mut())) {
                 return false;
             }
         }
