@@ -49,6 +49,8 @@ pub struct DirectCall {
     /// The bound method's `__self__`, passed first (no method object in between).
     bound_self: Option<Py<PyAny>>,
     inputs: Vec<Input>,
+    /// Every input is an argument slot.
+    only_arguments: bool,
     output: Output,
     fallback: bool,
     grad_mode: bool,
@@ -84,7 +86,18 @@ impl DirectCall {
             Output::Tuple(output.extract::<Vec<usize>>()?)
         };
         let (callee, bound_self) = unbind_method(&graph)?;
-        Ok(Self { graph: graph.unbind(), callee, bound_self, inputs: parsed, output, fallback, grad_mode, hits: AtomicU64::new(0) })
+        let only_arguments = parsed.iter().all(|input| matches!(input, Input::Argument(_)));
+        Ok(Self {
+            graph: graph.unbind(),
+            callee,
+            bound_self,
+            inputs: parsed,
+            only_arguments,
+            output,
+            fallback,
+            grad_mode,
+            hits: AtomicU64::new(0),
+        })
     }
 
     /// The compiled graph.
@@ -124,6 +137,23 @@ impl DirectCall {
     /// Reads the graph inputs, calls the graph and picks the frame's result.
     pub fn call<'py>(&self, input: &GuardInput<'_, 'py>) -> Outcome<'py> {
         let py = input.py();
+        if let (true, Some(slots)) = (self.only_arguments, input.bound_arguments()) {
+            // The common case: every input is an argument slot, nothing to read first.
+            let mut arguments = ArgumentBuffer::with_capacity(self.inputs.len() + 1);
+            if let Some(bound_self) = &self.bound_self {
+                arguments.push(bound_self.bind_borrowed(py));
+            }
+            for graph_input in &self.inputs {
+                match graph_input {
+                    Input::Argument(index) => match slots.get(py, *index) {
+                        Some(value) => arguments.push(value),
+                        None => return Outcome::Unreadable,
+                    },
+                    Input::Path(_) => return Outcome::Unreadable, // (never: only_arguments)
+                }
+            }
+            return self.call_with(py, &arguments);
+        }
         // Values read through a path are owned here; arguments are borrowed from the call.
         let mut read_values: Vec<Bound<'py, PyAny>> = Vec::new();
         for graph_input in &self.inputs {
@@ -153,6 +183,11 @@ impl DirectCall {
                 None => return Outcome::Unreadable,
             }
         }
+        self.call_with(py, &arguments)
+    }
+
+    /// Calls the graph with its inputs (after `__self__` for a bound method).
+    fn call_with<'py>(&self, py: Python<'py>, arguments: &ArgumentBuffer<'_>) -> Outcome<'py> {
         let result = match vectorcall_arguments(self.callee.bind(py), arguments.arguments(), None) {
             Ok(result) => result,
             Err(err) => return Outcome::GraphFailed(err),

@@ -52,6 +52,12 @@ struct CodeCache {
     parameters: Parameters,
 }
 
+impl CodeCache {
+    fn is_for(&self, function: &Bound<'_, PyFunction>, code: Borrowed<'_, '_, PyAny>) -> bool {
+        self.function.as_ptr() == function.as_ptr() && self.code.as_ptr() == code.as_ptr()
+    }
+}
+
 /// A compiled function or module.
 #[pyclass(frozen, dict, weakref, module = "fastdynamo._native")]
 pub struct Dispatcher {
@@ -252,12 +258,22 @@ impl Dispatcher {
             return None; // a debugger or coverage: the hook runs the frame as Python
         }
         let function_ref = FunctionRef::new(function.as_borrowed());
-        let code = function_ref.code()?.to_owned();
-        let state = code_extra::state(code.as_borrowed())?;
+        let code = function_ref.code()?;
+        let state = code_extra::state(code)?;
         if !matches!(state.action(py), Action::Default | Action::RunOnly) || state.entry_count(py) == 0 {
             return None;
         }
-        let cache = self.code_cache(function, &code).ok()?;
+        // The cache of the last (function, code) pair, borrowed for the call (no reference
+        // count touched); a call made meanwhile with another pair builds its own.
+        let borrowed = self.code.try_borrow(py).filter(|c| c.as_deref().is_some_and(|c| c.is_for(function, code)));
+        let fresh;
+        let cache: &CodeCache = match borrowed.as_deref().and_then(Option::as_deref) {
+            Some(cache) => cache,
+            None => {
+                fresh = self.code_cache(function, &code.to_owned()).ok()?;
+                &fresh
+            }
+        };
         let binding = bind(&cache.parameters, function_ref, args, positional, kwnames)?;
         let gathered;
         let slots = match &binding {
@@ -311,7 +327,7 @@ impl Dispatcher {
     fn code_cache(&self, function: &Bound<'_, PyFunction>, code: &Bound<'_, PyAny>) -> PyResult<Arc<CodeCache>> {
         let py = function.py();
         if let Some(cached) = self.code.try_borrow(py).and_then(|c| c.clone()) {
-            if cached.function.as_ptr() == function.as_ptr() && cached.code.as_ptr() == code.as_ptr() {
+            if cached.is_for(function, code.as_borrowed()) {
                 return Ok(cached);
             }
         }

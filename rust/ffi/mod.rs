@@ -8,6 +8,7 @@
 
 pub mod c_recursion;
 pub mod code_extra;
+pub mod dict;
 pub mod frame;
 pub mod function;
 pub mod hook;

@@ -3,19 +3,27 @@
 //! `Autocast*` key is not excluded). The functions are looked up by their (Itanium C++ ABI)
 //! names in torch's already-loaded `libc10`; `guards/torch_tls.rs` checks every reader
 //! against torch's Python readers before any guard uses it.
+//!
+//! [`ThreadState`] is the cheaper way in: where this thread's `c10::AutogradState` (grad
+//! and inference mode bits) and raw dispatch key sets lie in libc10's thread-local block,
+//! found once per thread, so that one thread-local read of ours reaches all three modes.
 
 use std::cell::Cell;
 use std::ffi::{c_char, c_int, c_void, CString};
 
 type ReadFlag = unsafe extern "C" fn() -> bool;
 type KeyExcluded = unsafe extern "C" fn(u16) -> bool;
+type StateAddress = unsafe extern "C" fn() -> *const u8;
 
 const RTLD_NOW: c_int = 2;
 const RTLD_NOLOAD: c_int = 4;
+/// glibc's `dlinfo` request for this thread's thread-local block of a library.
+const RTLD_DI_TLS_DATA: c_int = 10;
 
 extern "C" {
     fn dlopen(filename: *const c_char, flag: c_int) -> *mut c_void;
     fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void;
+    fn dlinfo(handle: *mut c_void, request: c_int, info: *mut c_void) -> c_int;
 }
 
 /// `bool c10::GradMode::is_enabled()`.
@@ -24,14 +32,61 @@ const GRAD_MODE: &str = "_ZN3c108GradMode10is_enabledEv";
 const INFERENCE_MODE: &str = "_ZN3c1013InferenceMode10is_enabledEv";
 /// `bool c10::impl::tls_is_dispatch_key_excluded(c10::DispatchKey)` (a `uint16_t` enum).
 const KEY_EXCLUDED: &str = "_ZN3c104impl28tls_is_dispatch_key_excludedENS_11DispatchKeyE";
+/// `c10::AutogradState& c10::AutogradState::get_tls_state()`: this thread's grad mode,
+/// inference mode (bit fields) and more, in libc10's thread-local block.
+const AUTOGRAD_STATE: &str = "_ZN3c1013AutogradState13get_tls_stateEv";
 
 /// `c10::impl::raw_local_dispatch_key_set`, a thread-local `PODLocalDispatchKeySet`: two
 /// 64-bit words (the included and excluded key sets, each stored XOR its default).
 const RAW_KEY_SETS: &str = "_ZN3c104impl26raw_local_dispatch_key_setE";
 
 thread_local! {
-    /// This thread's address of `RAW_KEY_SETS` (dlsym answers per thread for TLS symbols).
-    static RAW_KEY_SETS_HERE: Cell<*const u64> = const { Cell::new(std::ptr::null()) };
+    /// This thread's [`ThreadState`], once looked for.
+    static HERE: Cell<Lookup> = const { Cell::new(Lookup::NotYet) };
+}
+
+#[derive(Clone, Copy)]
+enum Lookup {
+    NotYet,
+    Missing,
+    Found(ThreadState),
+}
+
+/// Where this thread's torch modes lie: its `AutogradState` and its two raw dispatch key
+/// set words, both in libc10's thread-local block for this thread, the state below the
+/// words (so every byte from the state up to the words is inside that block).
+#[derive(Clone, Copy)]
+pub struct ThreadState {
+    autograd: *const u8,
+    key_sets: *const u64,
+}
+
+impl ThreadState {
+    /// Bytes of the thread-local block readable from the `AutogradState` on.
+    pub fn autograd_span(self) -> usize {
+        self.key_sets as usize - self.autograd as usize
+    }
+
+    /// The `AutogradState`'s byte at `offset`, if it lies before the key set words.
+    #[inline]
+    pub fn autograd_byte(self, offset: usize) -> Option<u8> {
+        if offset >= self.autograd_span() {
+            return None;
+        }
+        // SAFETY: `autograd + offset` is below `key_sets`, and both lie in this thread's
+        // libc10 thread-local block (checked in `TorchTls::find_thread_state`), which lives
+        // as long as the thread; a plain byte load of state only this thread writes.
+        Some(unsafe { self.autograd.add(offset).read() })
+    }
+
+    /// The two raw key set words.
+    #[inline]
+    pub fn key_sets(self) -> [u64; 2] {
+        // SAFETY: this thread's live `PODLocalDispatchKeySet` (two aligned u64 words, the
+        // symbol's size), which lives as long as the thread; plain loads of state only this
+        // thread writes.
+        unsafe { [self.key_sets.read(), self.key_sets.add(1).read()] }
+    }
 }
 
 /// The readers, found in a loaded `libc10`.
@@ -41,6 +96,7 @@ pub struct TorchTls {
     grad_mode: ReadFlag,
     inference_mode: ReadFlag,
     key_excluded: KeyExcluded,
+    autograd_state: Option<StateAddress>,
 }
 
 impl TorchTls {
@@ -60,6 +116,7 @@ impl TorchTls {
             (!address.is_null()).then_some(address)
         };
         let (grad, inference, excluded) = (find(GRAD_MODE)?, find(INFERENCE_MODE)?, find(KEY_EXCLUDED)?);
+        let autograd_state = find(AUTOGRAD_STATE);
         // SAFETY: each address is the function named above; for these signatures (no
         // arguments or one 16-bit integer, a bool result) the C++ ABI is the C ABI, and
         // they do not throw (they read thread-local state).
@@ -69,6 +126,8 @@ impl TorchTls {
                 grad_mode: std::mem::transmute::<*mut c_void, ReadFlag>(grad),
                 inference_mode: std::mem::transmute::<*mut c_void, ReadFlag>(inference),
                 key_excluded: std::mem::transmute::<*mut c_void, KeyExcluded>(excluded),
+                // (a reference is returned as a pointer; the function only reads TLS)
+                autograd_state: autograd_state.map(|f| std::mem::transmute::<*mut c_void, StateAddress>(f)),
             })
         }
     }
@@ -85,20 +144,40 @@ impl TorchTls {
 
     /// This thread's two raw dispatch key set words, or None if the symbol is missing.
     pub fn raw_key_sets(&self) -> Option<[u64; 2]> {
-        let mut address = RAW_KEY_SETS_HERE.with(Cell::get);
-        if address.is_null() {
-            let symbol = CString::new(RAW_KEY_SETS).ok()?;
-            // SAFETY: a live handle and a NUL-terminated name; for a thread-local symbol
-            // glibc returns this thread's instance.
-            address = unsafe { dlsym(self.handle as *mut c_void, symbol.as_ptr()) }.cast::<u64>().cast_const();
-            if address.is_null() {
-                return None;
+        self.thread_state().map(ThreadState::key_sets)
+    }
+
+    /// This thread's [`ThreadState`] (one thread-local read once found), or None.
+    #[inline]
+    pub fn thread_state(&self) -> Option<ThreadState> {
+        match HERE.with(Cell::get) {
+            Lookup::Found(state) => Some(state),
+            Lookup::Missing => None,
+            Lookup::NotYet => {
+                let found = self.find_thread_state();
+                HERE.with(|here| here.set(found.map_or(Lookup::Missing, Lookup::Found)));
+                found
             }
-            RAW_KEY_SETS_HERE.with(|here| here.set(address));
         }
-        // SAFETY: this thread's live `PODLocalDispatchKeySet` (two aligned u64 words),
-        // which lives as long as the thread; plain loads of state only this thread writes.
-        Some(unsafe { [address.read(), address.add(1).read()] })
+    }
+
+    #[cold]
+    fn find_thread_state(&self) -> Option<ThreadState> {
+        let symbol = CString::new(RAW_KEY_SETS).ok()?;
+        let handle = self.handle as *mut c_void;
+        // SAFETY: a live handle and a NUL-terminated name; for a thread-local symbol glibc
+        // returns this thread's instance (allocating the block if needed).
+        let key_sets = unsafe { dlsym(handle, symbol.as_ptr()) }.cast::<u64>().cast_const();
+        let mut block: *mut c_void = std::ptr::null_mut();
+        // SAFETY: RTLD_DI_TLS_DATA writes one pointer (this thread's block of the library,
+        // or NULL); the handle is live.
+        let status = unsafe { dlinfo(handle, RTLD_DI_TLS_DATA, std::ptr::addr_of_mut!(block).cast()) };
+        // SAFETY: see `open`: returns a reference to this thread's state, reading TLS only.
+        let autograd = self.autograd_state.map_or(std::ptr::null(), |get| unsafe { get() });
+        let in_block = status == 0 && !block.is_null() && !key_sets.is_null() && !autograd.is_null();
+        // The state must lie in the block, below the key set words (which are in it).
+        let ordered = (block as usize) <= (autograd as usize) && (autograd as usize) < (key_sets as usize);
+        (in_block && ordered).then_some(ThreadState { autograd, key_sets })
     }
 
     /// Whether dispatch key `key` is excluded on this thread (a bit test for any value).

@@ -2,6 +2,7 @@
 
 use super::source::bad;
 use super::tensor::TensorCheck;
+use super::torch_tls::Modes;
 use crate::errors::Error;
 use pyo3::prelude::*;
 use pyo3::types::{PyFloat, PyFrozenSet, PyString, PyTuple, PyType};
@@ -231,18 +232,19 @@ impl StateCheck {
         }
     }
 
-    pub fn run(&self, torch: &TorchState, py: Python<'_>, reason: Option<&mut String>) -> bool {
+    /// Runs the check; `modes` are the three modes read at once, when the fast readers can.
+    pub fn run(&self, torch: &TorchState, modes: Option<Modes>, py: Python<'_>, reason: Option<&mut String>) -> bool {
         let (ok, describe): (bool, &dyn Fn() -> String) = match self {
             StateCheck::GradMode(expected) => {
-                let got = torch.grad_enabled(py);
+                let got = modes.map_or_else(|| torch.grad_enabled(py), |m| Some(m.grad));
                 (got == Some(*expected), &move || format!("torch.is_grad_enabled() == {}, got {}", py_bool(*expected), got.map_or("error", py_bool)))
             }
             StateCheck::Autocast(expected) => {
-                let got = torch.autocast_enabled(py);
+                let got = modes.map_or_else(|| torch.autocast_enabled(py), |m| Some(m.autocast));
                 (got == Some(*expected), &move || format!("torch._C._is_any_autocast_enabled() == {}, got {}", py_bool(*expected), got.map_or("error", py_bool)))
             }
             StateCheck::InferenceMode(expected) => {
-                let got = torch.inference_mode(py);
+                let got = modes.map_or_else(|| torch.inference_mode(py), |m| Some(m.inference));
                 (got == Some(*expected), &move || format!("torch.is_inference_mode_enabled() == {}, got {}", py_bool(*expected), got.map_or("error", py_bool)))
             }
             StateCheck::QueryIs { query, args, answer } => {
@@ -296,6 +298,12 @@ impl TorchState {
             is_inference_mode_enabled: torch.getattr("is_inference_mode_enabled")?.unbind(),
             fast: super::torch_tls::fast_state(py),
         })
+    }
+
+    /// Grad, inference and autocast mode read together, when the fast readers can.
+    #[inline]
+    pub fn modes(&self) -> Option<Modes> {
+        self.fast.and_then(super::torch_tls::FastTorchState::modes)
     }
 
     fn grad_enabled(&self, py: Python<'_>) -> Option<bool> {

@@ -15,6 +15,7 @@ pub(crate) mod source;
 mod tensor;
 mod tensor_layout;
 mod torch_tls;
+mod versioned;
 
 use crate::errors::Error;
 use crate::frame_info::{Frame, GuardInput};
@@ -23,6 +24,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use relation::{Relation, RELATION_SOURCE};
 use source::{parse_source, Accessor};
+use versioned::VersionedRoots;
 
 struct Node {
     accessor: Accessor,
@@ -76,8 +78,11 @@ pub struct GuardSet {
     count: usize,
     /// The fast path's order: `(slot, root)` for roots that are an argument slot with only
     /// tensor checks (checked from the slot in place, nothing else to read), then the
-    /// other roots, in spec order.
+    /// other roots, in spec order: those the globals' or builtins' version tag answers
+    /// (`versioned.rs`), then the rest.
     argument_tensors: Vec<(usize, usize)>,
+    versioned_globals: VersionedRoots,
+    versioned_builtins: VersionedRoots,
     other_roots: Vec<usize>,
 }
 
@@ -128,7 +133,19 @@ impl GuardSet {
         }
         let torch = if state_checks.is_empty() { None } else { Some(TorchState::load(py)?) };
         let (argument_tensors, other_roots) = split_argument_tensors(&roots);
-        Ok(GuardSet { roots, state_checks, relations, torch, shapes, count, argument_tensors, other_roots })
+        let (versioned_globals, versioned_builtins, other_roots) = VersionedRoots::split(&roots, &other_roots);
+        Ok(GuardSet {
+            roots,
+            state_checks,
+            relations,
+            torch,
+            shapes,
+            count,
+            argument_tensors,
+            versioned_globals,
+            versioned_builtins,
+            other_roots,
+        })
     }
 
     /// Fast path: true when every guard passes. Stops at the first failure.
@@ -150,7 +167,8 @@ impl GuardSet {
     fn evaluate(&self, input: &GuardInput<'_, '_>, mut reason: Option<&mut String>) -> bool {
         let py = input.py();
         if let Some(torch) = &self.torch {
-            if !self.state_checks.iter().all(|c| c.run(torch, py, reason.as_deref_mut())) {
+            let modes = torch.modes(); // one thread-local read for all of them
+            if !self.state_checks.iter().all(|c| c.run(torch, modes, py, reason.as_deref_mut())) {
                 return false;
             }
         }
@@ -159,7 +177,11 @@ impl GuardSet {
             None => unreadable(&root.name, reason),
         };
         let tree = if reason.is_none() {
-            self.argument_tensors_pass(input) && self.other_roots.iter().all(|&i| run_root(&self.roots[i], &mut None))
+            let run = |i: usize| run_root(&self.roots[i], &mut None);
+            self.argument_tensors_pass(input)
+                && self.versioned_globals.pass(input.globals(), run)
+                && self.versioned_builtins.pass(input.builtins(), run)
+                && self.other_roots.iter().all(|&i| run(i))
         } else {
             // The verbose path keeps the spec order, so the reason is the first failure.
             self.roots.iter().all(|root| run_root(root, &mut reason))

@@ -4,7 +4,7 @@
 //! mode switched on and off. Calibrated once per process, on the first guard set with
 //! state checks; None (the Python readers are used) when anything does not match.
 
-use crate::ffi::torch_tls::TorchTls;
+use crate::ffi::torch_tls::{ThreadState, TorchTls};
 use pyo3::prelude::*;
 use std::sync::OnceLock;
 
@@ -15,6 +15,35 @@ pub struct FastTorchState {
     /// Their bits in the raw thread-local key set words, and what those bits hold when
     /// every one is excluded; None: test the keys one by one.
     autocast_bits: Option<([u64; 2], [u64; 2])>,
+    /// Where grad and inference mode lie in `c10::AutogradState`; None: ask libc10.
+    mode_bits: Option<ModeBits>,
+}
+
+/// A flag's byte offset in `c10::AutogradState` and its bit there.
+#[derive(Clone, Copy)]
+struct Flag {
+    offset: usize,
+    mask: u8,
+}
+
+impl Flag {
+    fn read(self, state: ThreadState) -> Option<bool> {
+        state.autograd_byte(self.offset).map(|byte| byte & self.mask != 0)
+    }
+}
+
+#[derive(Clone, Copy)]
+struct ModeBits {
+    grad: Flag,
+    inference: Flag,
+}
+
+/// The three modes the state guards check, read together.
+#[derive(Clone, Copy)]
+pub struct Modes {
+    pub grad: bool,
+    pub inference: bool,
+    pub autocast: bool,
 }
 
 impl FastTorchState {
@@ -35,6 +64,19 @@ impl FastTorchState {
             }
         }
         self.autocast_keys_enabled()
+    }
+
+    /// All three modes from one thread-local read (calibrated bits), or None.
+    #[inline]
+    pub fn modes(&self) -> Option<Modes> {
+        let (bits, (mask, off)) = (self.mode_bits?, self.autocast_bits?);
+        let state = self.tls.thread_state()?;
+        let words = state.key_sets();
+        Some(Modes {
+            grad: bits.grad.read(state)?,
+            inference: bits.inference.read(state)?,
+            autocast: (words[0] & mask[0], words[1] & mask[1]) != (off[0], off[1]),
+        })
     }
 
     fn autocast_keys_enabled(&self) -> bool {
@@ -62,12 +104,79 @@ fn calibrate(py: Python<'_>) -> PyResult<Option<FastTorchState>> {
         return Ok(None);
     }
     let Some(autocast_keys) = autocast_keys(&torch, &tls)? else { return Ok(None) };
-    let mut fast = FastTorchState { tls, autocast_keys, autocast_bits: None };
+    let mut fast = FastTorchState { tls, autocast_keys, autocast_bits: None, mode_bits: None };
     if !autocast_agrees(&torch, &mut fast)? {
         return Ok(None);
     }
     fast.autocast_bits = autocast_bits(&torch, &fast)?;
+    fast.mode_bits = mode_bits(&torch, &fast.tls)?;
     Ok(Some(fast))
+}
+
+/// The `AutogradState` bytes from its start up to the key set words (at most 64).
+fn autograd_bytes(state: ThreadState) -> Vec<u8> {
+    (0..state.autograd_span().min(64)).map_while(|offset| state.autograd_byte(offset)).collect()
+}
+
+/// The one bit set in `after` and not in `before`, if exactly one.
+fn one_new_bit(before: &[u8], after: &[u8]) -> Option<Flag> {
+    let mut found = None;
+    for (offset, (old, new)) in before.iter().zip(after).enumerate() {
+        let risen = new & !old;
+        if risen.count_ones() > 1 || (risen != 0 && found.is_some()) {
+            return None;
+        }
+        if risen != 0 {
+            found = Some(Flag { offset, mask: risen });
+        }
+    }
+    found
+}
+
+/// Grad mode's bit: the only one that rises when grad mode is switched on, and nothing
+/// else changes; inference mode's: the only one that rises on entering inference mode
+/// (which clears grad mode and others). Then both readers must agree with torch's in every
+/// state; None when anything differs (the guards ask libc10 instead).
+fn mode_bits(torch: &Bound<'_, PyModule>, tls: &TorchTls) -> PyResult<Option<ModeBits>> {
+    let Some(state) = tls.thread_state() else { return Ok(None) };
+    let set_grad = torch.getattr("_C")?.getattr("_set_grad_enabled")?;
+    let before: bool = torch.call_method0("is_grad_enabled")?.extract()?;
+    set_grad.call1((false,))?;
+    let off = autograd_bytes(state);
+    set_grad.call1((true,))?;
+    let on = autograd_bytes(state);
+    let inference = torch.call_method1("inference_mode", (true,))?;
+    inference.call_method0("__enter__")?;
+    let inside = autograd_bytes(state);
+    let none = || torch.py().None().into_bound(torch.py());
+    inference.call_method1("__exit__", (none(), none(), none()))?;
+    set_grad.call1((before,))?;
+    let changed = off.iter().zip(&on).filter(|(a, b)| a != b).count();
+    let (Some(grad), Some(inference), 1) = (one_new_bit(&off, &on), one_new_bit(&on, &inside), changed) else {
+        return Ok(None);
+    };
+    let bits = ModeBits { grad, inference };
+    Ok(modes_agree(torch, state, bits)?.then_some(bits))
+}
+
+fn modes_agree(torch: &Bound<'_, PyModule>, state: ThreadState, bits: ModeBits) -> PyResult<bool> {
+    let read = |flag: Flag| flag.read(state);
+    let python = |name: &str| -> PyResult<Option<bool>> { Ok(Some(torch.call_method0(name)?.extract()?)) };
+    let set_grad = torch.getattr("_C")?.getattr("_set_grad_enabled")?;
+    let before: bool = torch.call_method0("is_grad_enabled")?.extract()?;
+    let mut agrees = true;
+    for mode in [true, false] {
+        set_grad.call1((mode,))?;
+        agrees &= read(bits.grad) == python("is_grad_enabled")? && read(bits.grad) == Some(mode);
+    }
+    set_grad.call1((before,))?;
+    let inference = torch.call_method1("inference_mode", (true,))?;
+    inference.call_method0("__enter__")?;
+    agrees &= read(bits.inference) == Some(true) && python("is_inference_mode_enabled")? == Some(true);
+    agrees &= read(bits.grad) == python("is_grad_enabled")?;
+    let none = || torch.py().None().into_bound(torch.py());
+    inference.call_method1("__exit__", (none(), none(), none()))?;
+    Ok(agrees && read(bits.inference) == Some(false) && read(bits.grad) == Some(before))
 }
 
 fn grad_mode_agrees(torch: &Bound<'_, PyModule>, tls: &TorchTls) -> PyResult<bool> {

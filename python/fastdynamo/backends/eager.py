@@ -28,45 +28,20 @@ _counter = itertools.count()
 GENERATED_FILENAME_PREFIX = "<fastdynamo-graph-"
 
 
-def graph_to_function(gm: torch.fx.GraphModule, graph: torch.fx.Graph | None = None,
-                      keep_inputs: bool = False) -> types.MethodType:
-    """Python source for ``gm``'s graph (or ``graph``, whose attributes are ``gm``'s),
-    compiled into a function of the graph inputs. ``keep_inputs``: without FX's
-    ``input = None`` stores after an input's last use (they free nothing when the caller
-    holds the inputs anyway)."""
-    graph = gm.graph if graph is None else graph
-    python_code = graph.python_code(root_module="self")
+def graph_to_function(gm: torch.fx.GraphModule) -> types.MethodType:
+    """Python source for ``gm``'s graph, compiled into a function of the graph inputs
+    (bound to ``gm`` for its ``get_attr`` nodes). The source is kept on the function
+    (``_fastdynamo_source``): :func:`graph_function_returning` narrows it."""
+    python_code = gm.graph.python_code(root_module="self")
     filename = f"{GENERATED_FILENAME_PREFIX}{next(_counter)}>"
     source = python_code.src
-    if keep_inputs:
-        source = _without_clearing(source, {n.name for n in graph.nodes if n.op == "placeholder"})
     # register the source so tracebacks into graph code show lines
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     namespace = dict(python_code.globals)
     exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - our own generated code
     forward = namespace["forward"]
-    return forward.__get__(gm)  # bound to the module only for get_attr nodes
-
-
-class _KeepNames(ast.NodeTransformer):
-    """Drops ``names`` from ``a = b = None`` statements (and the statement when none is left)."""
-
-    def __init__(self, names: set[str]) -> None:
-        self.names = names
-
-    def visit_Assign(self, node: ast.Assign) -> ast.Assign | None:
-        if not (isinstance(node.value, ast.Constant) and node.value.value is None):
-            return node
-        kept = [t for t in node.targets if not (isinstance(t, ast.Name) and t.id in self.names)]
-        if not kept:
-            return None
-        node.targets = kept
-        return node
-
-
-def _without_clearing(source: str, names: set[str]) -> str:
-    tree = _KeepNames(names).visit(ast.parse(source))
-    return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
+    forward._fastdynamo_source = source
+    return forward.__get__(gm)
 
 
 def graph_function_returning(compiled_fn: Any, output: int | tuple[int, ...]) -> Any:
@@ -74,6 +49,12 @@ def graph_function_returning(compiled_fn: Any, output: int | tuple[int, ...]) ->
     ``output`` (or a new tuple of the outputs at those indices) instead of the tuple of all
     of them: what the native dispatcher calls for a frame whose result is just that. None
     when ``compiled_fn`` is not such a function.
+
+    It is the same source, narrowed in one pass over its syntax tree (no second FX code
+    generation): the ``return`` picks the outputs, and the ``input = None`` stores after
+    an input's last use are dropped (the dispatcher's caller holds the inputs for the
+    whole call, so they free nothing; intermediates are still cleared). Line numbers and
+    the file name are the original's, so tracebacks show its lines.
 
     >>> import operator
     >>> g = torch.fx.Graph(); x = g.placeholder("x")
@@ -88,17 +69,43 @@ def graph_function_returning(compiled_fn: Any, output: int | tuple[int, ...]) ->
     function = getattr(compiled_fn, "__func__", None)
     if not isinstance(gm, torch.fx.GraphModule) or not isinstance(function, types.FunctionType):
         return None
-    if not function.__code__.co_filename.startswith(GENERATED_FILENAME_PREFIX):
+    source = getattr(function, "_fastdynamo_source", None)
+    if not isinstance(source, str) or type(gm.graph._codegen) is not torch.fx.graph.CodeGen:
+        return None  # not made here, or inputs/outputs rearranged by the graph's own codegen
+    tree = ast.parse(source)
+    forward = tree.body[-1] if tree.body else None
+    if not isinstance(forward, ast.FunctionDef) or not _narrow(forward, output):
         return None
-    if type(gm.graph._codegen) is not torch.fx.graph.CodeGen:
-        return None  # inputs or outputs rearranged by the graph's own codegen
-    graph = torch.fx.Graph()
-    outputs = graph.graph_copy(gm.graph, {})
-    if not isinstance(outputs, (tuple, list)):
-        return None
-    graph.output(outputs[output] if isinstance(output, int) else tuple(outputs[i] for i in output))
-    # The dispatcher's caller holds the inputs for the whole call: clearing them frees nothing.
-    return graph_to_function(gm, graph, keep_inputs=True)
+    namespace = dict(function.__globals__)
+    exec(compile(tree, function.__code__.co_filename, "exec"), namespace)  # noqa: S102
+    return namespace["forward"].__get__(gm)
+
+
+def _narrow(forward: ast.FunctionDef, output: int | tuple[int, ...]) -> bool:
+    """Rewrites ``forward`` in place (see :func:`graph_function_returning`); False when it
+    is not the shape FX generates: statements, then ``return (a, b, ...)`` of names."""
+    *body, last = forward.body
+    if not isinstance(last, ast.Return) or not isinstance(last.value, (ast.Tuple, ast.List)):
+        return False
+    items = last.value.elts
+    picked = [output] if isinstance(output, int) else list(output)
+    if any(not 0 <= i < len(items) for i in picked) or not all(isinstance(e, (ast.Name, ast.Constant)) for e in items):
+        return False
+    value = items[output] if isinstance(output, int) else ast.copy_location(
+        ast.Tuple([items[i] for i in output], ast.Load()), last.value)
+    inputs = {a.arg for a in forward.args.posonlyargs + forward.args.args + forward.args.kwonlyargs}
+    kept = [statement for statement in body if _without_inputs(statement, inputs)]
+    forward.body = [*kept, ast.copy_location(ast.Return(value), last)]
+    return True
+
+
+def _without_inputs(statement: ast.stmt, inputs: set[str]) -> bool:
+    """Drops ``inputs`` from an ``a = b = None`` statement; False when none is left."""
+    if not (isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Constant)
+            and statement.value.value is None):
+        return True
+    statement.targets = [t for t in statement.targets if not (isinstance(t, ast.Name) and t.id in inputs)]
+    return bool(statement.targets)
 
 
 @register_backend("eager")

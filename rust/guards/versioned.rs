@@ -1,0 +1,77 @@
+//! Guards on globals and builtins answered by the dict's version tag.
+//!
+//! A root read from the frame's globals (or builtins) dict whose checks depend only on
+//! which object the name is bound to (`id_is`, `equals` on an immutable constant,
+//! `is_none`, `not_none`), with nothing read below it, passes for as long as that dict is
+//! unchanged. After such roots pass, the set remembers the dict and its version tag
+//! (`ffi::dict::version`, read before the roots); a later check on the same dict at the
+//! same tag skips them: no dict lookup, no weak reference upgrade. Any change to the dict
+//! (rebinding `torch`, deleting a name, adding one) gives it a new tag, and the roots run
+//! again. The verbose path never uses this (its reason must name the failing guard).
+
+use super::check::Check;
+use super::source::Accessor;
+use super::Node;
+use crate::ffi::dict;
+use pyo3::prelude::*;
+use pyo3::Borrowed;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+/// The roots of one dict (globals or builtins) and the dict state they last passed on.
+#[derive(Default)]
+pub struct VersionedRoots {
+    roots: Vec<usize>,
+    /// Address of the dict they passed on (0: never), and its version tag then. Both are
+    /// written and read with the GIL held, so they never disagree.
+    dict: AtomicUsize,
+    version: AtomicU64,
+}
+
+impl VersionedRoots {
+    /// Splits `roots` by where they read: `(globals, builtins, others)`, the first two
+    /// holding the roots a version tag answers.
+    pub fn split(roots: &[Node], candidates: &[usize]) -> (VersionedRoots, VersionedRoots, Vec<usize>) {
+        let (mut globals, mut builtins, mut others) = (VersionedRoots::default(), VersionedRoots::default(), Vec::new());
+        for &index in candidates {
+            let root = &roots[index];
+            let identity_only = root.children.is_empty() && root.checks.iter().all(depends_only_on_identity);
+            match root.accessor {
+                Accessor::Global(_) if identity_only => globals.roots.push(index),
+                Accessor::Builtin(_) if identity_only => builtins.roots.push(index),
+                _ => others.push(index),
+            }
+        }
+        (globals, builtins, others)
+    }
+
+    /// Whether every root passes on `dict` (`run` checks one root): at once when the dict
+    /// is the one they last passed on, at the same version.
+    #[inline]
+    pub fn pass(&self, dict: Borrowed<'_, '_, PyAny>, run: impl Fn(usize) -> bool) -> bool {
+        if self.roots.is_empty() {
+            return true;
+        }
+        let address = dict.as_ptr() as usize;
+        let version = dict::version(dict);
+        if let Some(version) = version {
+            if self.dict.load(Ordering::Relaxed) == address && self.version.load(Ordering::Relaxed) == version {
+                return true;
+            }
+        }
+        if !self.roots.iter().all(|&index| run(index)) {
+            return false;
+        }
+        if let Some(version) = version {
+            // The tag read before the roots ran: a change made meanwhile has a newer one.
+            self.dict.store(address, Ordering::Relaxed);
+            self.version.store(version, Ordering::Relaxed);
+        }
+        true
+    }
+}
+
+/// Checks whose outcome is fixed by the identity of the value: the object a dict entry
+/// holds cannot change while the dict does not (`equals` takes immutable constants only).
+fn depends_only_on_identity(check: &Check) -> bool {
+    matches!(check, Check::IdIs(_) | Check::Equals(_) | Check::IsNone | Check::NotNone)
+}
