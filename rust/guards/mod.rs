@@ -179,8 +179,8 @@ impl GuardSet {
         let tree = if reason.is_none() {
             let run = |i: usize| run_root(&self.roots[i], &mut None);
             self.argument_tensors_pass(input)
-                && self.versioned_globals.pass(input.globals(), run)
-                && self.versioned_builtins.pass(input.builtins(), run)
+                && self.versioned_globals.pass(input.globals(), None, run)
+                && self.versioned_builtins.pass(input.builtins(), Some(input.globals()), run)
                 && self.other_roots.iter().all(|&i| run(i))
         } else {
             // The verbose path keeps the spec order, so the reason is the first failure.

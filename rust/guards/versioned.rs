@@ -18,6 +18,8 @@ use pyo3::Borrowed;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 /// The roots of one dict (globals or builtins) and the dict state they last passed on.
+/// A builtin is read as `LOAD_GLOBAL` reads it, globals first: its roots also remember the
+/// globals dict they passed with (a global defined later shadows the builtin).
 #[derive(Default)]
 pub struct VersionedRoots {
     roots: Vec<usize>,
@@ -25,6 +27,9 @@ pub struct VersionedRoots {
     /// written and read with the GIL held, so they never disagree.
     dict: AtomicUsize,
     version: AtomicU64,
+    /// The same for the dict that can shadow it (the globals, for builtin roots).
+    shadow: AtomicUsize,
+    shadow_version: AtomicU64,
 }
 
 impl VersionedRoots {
@@ -46,25 +51,42 @@ impl VersionedRoots {
 
     /// Whether every root passes on `dict` (`run` checks one root): at once when the dict
     /// is the one they last passed on, at the same version.
+    /// `shadow` is the dict read before `dict` (the globals, for builtins); both must be
+    /// unchanged for the shortcut.
     #[inline]
-    pub fn pass(&self, dict: Borrowed<'_, '_, PyAny>, run: impl Fn(usize) -> bool) -> bool {
+    pub fn pass(
+        &self,
+        dict: Borrowed<'_, '_, PyAny>,
+        shadow: Option<Borrowed<'_, '_, PyAny>>,
+        run: impl Fn(usize) -> bool,
+    ) -> bool {
         if self.roots.is_empty() {
             return true;
         }
         let address = dict.as_ptr() as usize;
         let version = dict::version(dict);
-        if let Some(version) = version {
-            if self.dict.load(Ordering::Relaxed) == address && self.version.load(Ordering::Relaxed) == version {
+        let (shadow_address, shadow_version) = match shadow {
+            Some(shadow) => (shadow.as_ptr() as usize, dict::version(shadow)),
+            None => (0, Some(0)),
+        };
+        if let (Some(version), Some(shadow_version)) = (version, shadow_version) {
+            if self.dict.load(Ordering::Relaxed) == address
+                && self.version.load(Ordering::Relaxed) == version
+                && self.shadow.load(Ordering::Relaxed) == shadow_address
+                && self.shadow_version.load(Ordering::Relaxed) == shadow_version
+            {
                 return true;
             }
         }
         if !self.roots.iter().all(|&index| run(index)) {
             return false;
         }
-        if let Some(version) = version {
-            // The tag read before the roots ran: a change made meanwhile has a newer one.
+        if let (Some(version), Some(shadow_version)) = (version, shadow_version) {
+            // The tags read before the roots ran: a change made meanwhile has a newer one.
             self.dict.store(address, Ordering::Relaxed);
             self.version.store(version, Ordering::Relaxed);
+            self.shadow.store(shadow_address, Ordering::Relaxed);
+            self.shadow_version.store(shadow_version, Ordering::Relaxed);
         }
         true
     }

@@ -15,7 +15,8 @@ def test_a_global_defined_after_the_trace_shadows_the_builtin_of_the_frame():
     prog = build_program(USES_ABS, {}, "<shadowed-builtin>")
     compiled, recorder = compiled_with_recorder(prog)
     x = torch.ones(2)
-    assert torch.equal(compiled(x), x + 3)
+    for _ in range(3):  # hits: the guards' dict-version shortcut has seen both dicts
+        assert torch.equal(compiled(x), x + 3)
     prog.__globals__["abs"] = lambda value: 100
     assert torch.equal(compiled(x), prog(x)) and torch.equal(prog(x), x + 100)
     assert (len(recorder.captures), len(recorder.breaks)) == (2, 0)  # recompiled, not reused
