@@ -12,6 +12,8 @@ ordinary Python (``SKIP``) and the reason is recorded; with ``fullgraph=True`` i
 """
 from __future__ import annotations
 
+import contextlib
+import gc
 import itertools
 import linecache
 import os
@@ -21,7 +23,7 @@ import warnings
 import weakref
 from dataclasses import dataclass, field
 from types import CodeType
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import torch
 
@@ -210,6 +212,28 @@ def _unmodelled_torch_state() -> str | None:
     return None
 
 
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """No cyclic garbage collection while a frame compiles, and one collection of the young
+    generations after it (left alone when the caller turned the collector off).
+
+    A trace keeps its variables, fake tensors and FX nodes alive from start to end (T5:
+    hundreds of thousands of objects). Collected young while alive, they are promoted to
+    the old generation, whose growth then starts a full collection of the whole process
+    heap in the middle of the compile (T5 in a process holding ~500k objects: 0.4-0.6 s of
+    a 1.7-2.3 s first call). Paused, they stay young; the trace over, most are garbage,
+    and the young collection frees them without walking the old heap."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+        gc.collect(1)
+
+
 class ConvertFrame:
     """The compile callback for one ``fastdynamo.compile`` configuration."""
 
@@ -234,7 +258,8 @@ class ConvertFrame:
                 return existing  # another thread compiled this code while we waited
             sources_before = _generated_names()
             try:
-                result = self.compile_frame(runtime, frame)
+                with _collector_paused():
+                    result = self.compile_frame(runtime, frame)
                 if isinstance(result, runtime.CacheEntry):
                     # Visible before the lock is released: the GIL may pass to a thread
                     # that missed meanwhile before this callback is back in the hook.

@@ -32,7 +32,9 @@ import torch
 from ..exc import unsupported
 from ..guards import equals, id_is, len_is, type_is
 from ..guards.sources import AttrSource, BuiltinSource, GlobalSource, ItemSource, LocalSource, Source
+from .variables.attributes import type_lookup
 from .variables.base import MethodCallVariable, VariableTracker
+from .variables.builtins import BuiltinVariable, OperatorVariable, is_modelled_builtin
 from .variables.constant import ConstantVariable, PureFunctionVariable, wrap_constant_result
 from .variables.containers import (
     DictVariable,
@@ -136,8 +138,6 @@ def _refusing_cycles(wrap: Callable[[Any, Any, Source | None], VariableTracker])
 @_refusing_cycles
 def wrap_value(tx, value: Any, source: Source | None) -> VariableTracker:
     """Model ``value`` (read from ``source``) as a VariableTracker and guard it."""
-    from .variables.builtins import BuiltinVariable, OperatorVariable, is_modelled_builtin
-
     def guard(check: tuple) -> None:
         if source is not None:
             tx.output.add_guard(source, check)
@@ -304,8 +304,6 @@ def _looks_itself_up(cls: type) -> bool:
     """Instances of a plain user class with a Python ``__getattribute__``: wrapped
     without ``isinstance`` checks, which would read ``obj.__class__`` through it (the
     user's code, run by the compiler)."""
-    from .variables.attributes import type_lookup
-
     return isinstance(type_lookup(cls, "__getattribute__"), types.FunctionType) \
         and not issubclass(cls, (type, torch.Tensor, torch.nn.Module, BaseException, enum.Enum))
 

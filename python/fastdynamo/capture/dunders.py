@@ -27,7 +27,9 @@ from ..guards.sources import AttrSource, Source, TypeSource
 from .variables.base import VariableTracker
 from .variables.constant import ConstantVariable
 from .variables.containers import BaseSequenceVariable, ListVariable, TupleVariable
+from .variables.misc import UserObjectVariable
 from .variables.tensor import TensorVariable
+from .variables.user_objects import NewObjectVariable
 
 # operator function -> (method, reflected method)
 _BINARY_NAMES: dict[Callable, tuple[str, str]] = {
@@ -59,9 +61,6 @@ _COMPARE_NAMES = {
 def _owner_class(value: VariableTracker) -> tuple[type, Source | None, type] | None:
     """(class, where the rewritten code finds it, the built-in base whose methods are not
     the user's) for a value whose type may define its own dunders."""
-    from .variables.misc import UserObjectVariable
-    from .variables.user_objects import NewObjectVariable
-
     if isinstance(value, TupleVariable) and value.tuple_type is not tuple:
         class_source = value.class_source
         if class_source is None and value.source is not None:

@@ -7,6 +7,7 @@ from typing import Any
 from ...bytecode import version
 from ...exc import unsupported
 from ...guards import contains
+from .. import translator  # a cycle (the translator imports the opcodes): read at call time
 from ..builder import GlobalsSource, wrap_code_constant, wrap_value
 from ..side_effects import where_of
 from ..variables.base import NULL
@@ -25,12 +26,10 @@ class LoadStoreOpcodes:
     globals_source: GlobalsSource
 
     def _load_local(self, name: str):
-        from ..translator import LazyArgument
-
         if name not in self.locals:
             raise unsupported(f"local variable {name!r} referenced before assignment")
         value = self.locals[name]
-        if isinstance(value, LazyArgument):
+        if isinstance(value, translator.LazyArgument):
             if self._is_varkeywords(name) and type(value.value) is dict:
                 self.output.side_effects.mark_fresh(value.value)
             value = wrap_value(self, value.value, value.source)

@@ -21,6 +21,7 @@ import weakref
 from typing import Any, Callable
 
 from ...exc import unsupported
+from .arity import check_call_arity
 from .base import CallableVariable, VariableTracker
 from .constant import ConstantVariable, wrap_constant_result
 from .containers import (
@@ -63,8 +64,6 @@ class BuiltinVariable(CallableVariable):
     """A Python builtin function or type."""
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
-        from .arity import check_call_arity
-
         check_call_arity(self.fn, args, kwargs)
         handler = _HANDLERS.get(self.fn)
         if handler is not None:

@@ -17,8 +17,10 @@ from ...bytecode import version
 from ...exc import unsupported
 from ...guards import code_is, id_is, len_is
 from ...guards.sources import AttrSource, ClosureSource, ItemSource
+from ..binding import bind_arguments
 from .base import VariableTracker
 from .constant import ConstantVariable
+from .containers import DictVariable, TupleVariable
 
 # What functools.update_wrapper may set on a function made by the frame.
 WRAPPER_ATTRIBUTES = frozenset(functools.WRAPPER_ASSIGNMENTS) | {"__wrapped__"}
@@ -88,9 +90,6 @@ class BaseFunctionVariable(VariableTracker):
 
     def inline(self, tx, code: types.CodeType, args, kwargs, defaults, kwdefaults,
                cells: dict[str, CellVariable], f_globals: dict, globals_source, name: str):
-        from ..binding import bind_arguments
-        from .containers import DictVariable, TupleVariable
-
         if code.co_flags & (version.CO_COROUTINE | version.CO_ASYNC_GENERATOR | version.CO_ITERABLE_COROUTINE):
             raise unsupported(f"calling the coroutine function {name}")
         bound = bind_arguments(code, args, kwargs, defaults, kwdefaults,
@@ -269,8 +268,6 @@ class PartialVariable(VariableTracker):
         return self.fn.call_function(tx, [*self.args, *args], {**self.kwargs, **kwargs})
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        from .containers import DictVariable, TupleVariable
-
         if name == "func":
             return self.fn
         if name == "args":

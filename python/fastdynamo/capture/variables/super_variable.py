@@ -17,7 +17,10 @@ import torch
 from ...exc import unsupported
 from ...guards import id_is
 from ...guards.sources import AttrSource, ItemSource, TypeSource
+from .attributes import class_attribute, is_generic_getattribute, property_get
 from .base import VariableTracker
+from .misc import ClassVariable
+from .nn_module import NNModuleVariable
 from .user_objects import ModelledCallVariable, object_init, object_new, object_setattr
 
 
@@ -33,9 +36,6 @@ class SuperVariable(VariableTracker):
         return super
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        from .attributes import class_attribute, property_get
-        from .misc import ClassVariable
-
         on_class = isinstance(self.obj, ClassVariable)
         mro = self.obj.cls.__mro__ if isinstance(self.obj, ClassVariable) else self.obj.python_type().__mro__
         if self.start not in mro:
@@ -82,15 +82,11 @@ class SuperVariable(VariableTracker):
         raise unsupported(f"super(...).{name} of kind {type(attr).__name__} on a class")
 
     def _special(self, attr: Any) -> VariableTracker | None:
-        from .nn_module import NNModuleVariable
-
         obj = self.obj
         if attr is torch.nn.Module.__call__ and isinstance(obj, NNModuleVariable):
             return ModelledCallVariable(lambda tx, a, k: obj.call_module(tx, a, k), "nn.Module.__call__")
         if attr is object.__dict__["__init__"]:
             return ModelledCallVariable(lambda tx, a, k: object_init(tx, [obj, *a], k), "object.__init__")
-        from .attributes import is_generic_getattribute
-
         if is_generic_getattribute(attr):
             from .custom_lookup import object_getattribute
 
@@ -103,8 +99,6 @@ class SuperVariable(VariableTracker):
 
     def _class_source(self, index: int):
         """``type(obj).__mro__[index]``, reached from the object's source."""
-        from .misc import ClassVariable
-
         source = self.obj.source
         if isinstance(self.obj, ClassVariable):
             return ItemSource(AttrSource(source, "__mro__"), index) if source is not None else None
