@@ -1,6 +1,6 @@
-//! The recursion budget CPython's evaluator checks on entry, and what the hook does with it
+//! The recursion budget `CPython`'s evaluator checks on entry, and what the hook does with it
 //! once a thread is deep: gives back on 3.12 the C recursion the hook's presence costs, and
-//! on every version turns a C stack about to overflow into a RecursionError.
+//! on every version turns a C stack about to overflow into a `RecursionError`.
 //!
 //! Without an evaluator hook, 3.11-3.13 run a Python-to-Python call inside the caller's
 //! evaluator: no C stack, only the Python recursion limit counts. With any PEP 523
@@ -15,11 +15,11 @@
 //! - 3.13's C budget (10000, 5000 entries) needs more than 8 MB of stack at that cost, and
 //!   3.11 has no C budget: with `sys.setrecursionlimit` raised far enough a runaway
 //!   recursion under the hook ran off the end of the C stack (a segfault at about 4500
-//!   levels on 3.13) where the program without fastdynamo raises RecursionError.
+//!   levels on 3.13) where the program without fastdynamo raises `RecursionError`.
 //!
 //! So when a deep thread's remaining stack falls under a margin ([`super::stack`]), the
-//! hook hands the frame on with the budget shown as spent: CPython's evaluator raises its
-//! own RecursionError on entry and unwinds the frame as at its own limit; the budget is
+//! hook hands the frame on with the budget shown as spent: `CPython`'s evaluator raises its
+//! own `RecursionError` on entry and unwinds the frame as at its own limit; the budget is
 //! restored when it returns. Only deep frames pay for the stack check; a shallow frame
 //! reads one counter and stays a tail jump.
 
@@ -48,14 +48,18 @@ pub fn init() {
     BUDGET_OFFSET.store(budget, Ordering::Relaxed);
 }
 
-/// Runs `evaluate` (CPython's evaluator on a frame the hook hands on). A shallow thread
+/// Runs `evaluate` (`CPython`'s evaluator on a frame the hook hands on). A shallow thread
 /// just runs it (a tail jump); a deep one goes through [`deep`].
 ///
 /// # Safety
-/// `tstate` is the live thread state CPython passed to the evaluator on this thread, and
-/// `evaluate` enters CPython's default evaluator with it.
+/// `tstate` is the live thread state `CPython` passed to the evaluator on this thread, and
+/// `evaluate` enters `CPython`'s default evaluator with it.
+#[allow(clippy::inline_always)] // the hook's common path must stay a tail jump
 #[inline(always)]
-pub(crate) unsafe fn evaluate_checked<R>(tstate: *mut PyThreadState, evaluate: impl FnOnce() -> R) -> R {
+pub(crate) unsafe fn evaluate_checked<R>(
+    tstate: *mut PyThreadState,
+    evaluate: impl FnOnce() -> R,
+) -> R {
     let offset = BUDGET_OFFSET.load(Ordering::Relaxed);
     if offset >= 0 {
         // SAFETY: `tstate` is live (contract) and `offset` is the shim's offsetof of its
@@ -74,6 +78,7 @@ pub(crate) unsafe fn evaluate_checked<R>(tstate: *mut PyThreadState, evaluate: i
 ///
 /// # Safety
 /// `budget` is this thread's live entry budget in `tstate`.
+#[allow(clippy::inline_always)] // as above
 #[inline(always)]
 unsafe fn is_deep(tstate: *mut PyThreadState, budget: *mut c_int) -> bool {
     // SAFETY: per the contract.
@@ -108,7 +113,7 @@ const DEEP_BELOW: c_int = 9500;
 const DEEP_FRAMES: c_int = 250;
 
 /// # Safety
-/// `budget` is this thread's live entry budget, and `evaluate` enters CPython's default
+/// `budget` is this thread's live entry budget, and `evaluate` enters `CPython`'s default
 /// evaluator on this thread.
 #[cold]
 #[inline(never)]

@@ -1,4 +1,4 @@
-//! How much C stack the current thread has left: the check behind the RecursionError the
+//! How much C stack the current thread has left: the check behind the `RecursionError` the
 //! hook provokes before a deep recursion under it overflows the stack (`c_recursion`).
 
 use std::cell::Cell;
@@ -38,7 +38,7 @@ fn read_floor() -> usize {
     low.saturating_add(margin(size))
 }
 
-/// What stays free for the frame that gets the RecursionError and the C code frames call
+/// What stays free for the frame that gets the `RecursionError` and the C code frames call
 /// (torch ops, the capture of a frame): an eighth of the stack, between 64 KB and 1 MB
 /// (1 MB of the usual 8 MB).
 fn margin(size: usize) -> usize {
