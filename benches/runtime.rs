@@ -3,6 +3,10 @@
 //! Per call of a tiny Python function: no evaluator, a pass-through evaluator (the floor
 //! of any PEP 523 hook), and fastdynamo with the frame marked skipped; a cache hit with
 //! 1, 8 and 64 tensor arguments; one tensor guard check.
+//!
+//! The embedded interpreter is the one `PyO3` built against (`PYO3_PYTHON`, a venv's
+//! `python` when one is active; `make bench PYTHON=python3.12` for another version). It
+//! gets that interpreter's site-packages, where torch is, and says which version it is.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use pyo3::prelude::*;
@@ -34,7 +38,30 @@ one_guard = native.GuardSet([(("local", 0, "t0"), ("tensor", guard_tensor, (4, 8
 guard_frame = native.Frame(guard_code, [guard_tensor], {})
 "#;
 
+/// `site.addsitedir` for each site-packages directory of the interpreter built against: an
+/// embedded `CPython` finds its base installation, not the venv the build used.
+fn add_build_site_packages(py: Python<'_>) {
+    let python = env!("FASTDYNAMO_BUILD_PYTHON");
+    let output = std::process::Command::new(python)
+        .args(["-c", "import site, sys; print(sys.version.split()[0]); print(*site.getsitepackages(), sep='\\n')"])
+        .output()
+        .expect("running the interpreter built against");
+    assert!(output.status.success(), "{python} could not report its site-packages");
+    let text = String::from_utf8(output.stdout).expect("utf-8");
+    let mut lines = text.lines();
+    let version = lines.next().expect("a version line");
+    let site = py.import("site").expect("site");
+    for directory in lines {
+        site.call_method1("addsitedir", (directory,)).expect("addsitedir");
+    }
+    let sys = py.import("sys").expect("sys");
+    let embedded: String = sys.getattr("version").unwrap().extract().unwrap();
+    assert!(embedded.starts_with(version), "embedded CPython {embedded} is not {python}'s {version}");
+    eprintln!("criterion benches on CPython {version} ({python})");
+}
+
 fn setup(py: Python<'_>) -> Bound<'_, PyDict> {
+    add_build_site_packages(py);
     let module = fastdynamo::python_module(py).expect("native module");
     let globals = PyDict::new(py);
     globals.set_item("native", &module).expect("set");

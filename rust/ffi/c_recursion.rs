@@ -122,8 +122,11 @@ unsafe fn deep<R>(budget: *mut c_int, evaluate: impl FnOnce() -> R) -> R {
     // (and on the refusing path it is restored to the value read here whatever it left).
     unsafe {
         if stack::is_short() {
+            // Spent, but never raised from an overdraft: while CPython is raising a
+            // RecursionError (`recursion_headroom`) it lets entries run down to -50 and
+            // then stops the process, and resetting to 0 would let them run unbounded.
             let saved = *budget;
-            *budget = 0;
+            *budget = saved.min(0);
             let result = evaluate();
             *budget = saved;
             return result;
