@@ -2,7 +2,8 @@
 //!
 //! Per call of a tiny Python function: no evaluator, a pass-through evaluator (the floor
 //! of any PEP 523 hook), and fastdynamo with the frame marked skipped; a cache hit with
-//! 1, 8 and 64 tensor arguments; one tensor guard check.
+//! 1, 8 and 64 tensor arguments, and its baseline (the transformed code called directly);
+//! one tensor guard check.
 //!
 //! The embedded interpreter is the one `PyO3` built against (`PYO3_PYTHON`, a venv's
 //! `python` when one is active; `make bench PYTHON=python3.12` for another version). It
@@ -29,7 +30,7 @@ def make(count):
     native.set_callback(lambda frame: entry if frame.f_code is ns["original"].__code__ else None)
     ns["original"](*tensors)
     native.set_callback(None)
-    return ns["original"], tensors
+    return ns["original"], tensors, ns["transformed"]
 
 hits = {n: make(n) for n in (1, 8, 64)}
 guard_tensor = torch.randn(4, 8)
@@ -99,6 +100,18 @@ fn hook_cost(c: &mut Criterion) {
             });
         }
         native.call_method1("set_callback", (py.None(),)).unwrap();
+        group.finish();
+
+        // The baseline of a hit: the transformed code called directly, no evaluator.
+        let mut group = c.benchmark_group("cache_hit_baseline_direct_call");
+        for count in [1_usize, 8, 64] {
+            let triple = hits.get_item(count).unwrap();
+            let transformed = triple.get_item(2).unwrap();
+            let tensors = triple.get_item(1).unwrap().cast_into::<PyTuple>().unwrap();
+            group.bench_with_input(BenchmarkId::from_parameter(count), &count, |b, _| {
+                b.iter(|| transformed.call1(&tensors).unwrap());
+            });
+        }
         group.finish();
 
         let guard_set = globals.get_item("one_guard").unwrap().unwrap();

@@ -52,7 +52,12 @@ unsafe fn hand_on(tstate: *mut PyThreadState, frame: *mut c_void, throwflag: c_i
     if previous == default_evaluator() as *mut c_void {
         // SAFETY: forwarding CPython's own arguments to its default evaluator, on the
         // thread whose state `tstate` is.
-        return unsafe { c_recursion::evaluate_checked(tstate, || default_evaluator()(tstate, frame, throwflag)) };
+        if unsafe { c_recursion::thread_is_deep(tstate) } {
+            // SAFETY: as above.
+            return unsafe { c_recursion::evaluate_deep(default_evaluator(), tstate, frame, throwflag) };
+        }
+        // SAFETY: as above.
+        return unsafe { default_evaluator()(tstate, frame, throwflag) };
     }
     // SAFETY: as the caller's contract.
     unsafe { hand_on_chained(previous, tstate, frame, throwflag) }
