@@ -13,6 +13,9 @@ fn main() {
     let include = String::from_utf8(output.stdout).expect("utf-8 include path");
     let include = include.trim();
     println!("cargo:rerun-if-changed=rust/ffi/shim.c");
+    // The interpreter built against: `cargo bench` gives its embedded CPython that
+    // interpreter's site-packages (a venv's torch), which it would not find on its own.
+    println!("cargo:rustc-env=FASTDYNAMO_BUILD_PYTHON={python}");
     cc::Build::new()
         .file("rust/ffi/shim.c")
         .include(include)

@@ -43,15 +43,21 @@ const PROBE_WAITING: u8 = 1;
 const PROBE_SEEN: u8 = 2;
 
 /// Hands a frame we do not run ourselves to the evaluator we chained to. When that is
-/// the interpreter's own (the common case) this is a tail jump (3.11, 3.13), or a call
-/// that gives back the C recursion the hook's presence costs (3.12: `c_recursion`).
+/// the interpreter's own (the common case) this is a tail jump, unless the thread is deep:
+/// then 3.12 gives back the C recursion the hook's presence costs, and a stack about to
+/// overflow gets CPython's RecursionError instead (`c_recursion`).
 #[inline]
 unsafe fn hand_on(tstate: *mut PyThreadState, frame: *mut c_void, throwflag: c_int) -> *mut PyObject {
     let previous = PREVIOUS.load(Ordering::Relaxed);
     if previous == default_evaluator() as *mut c_void {
         // SAFETY: forwarding CPython's own arguments to its default evaluator, on the
         // thread whose state `tstate` is.
-        return unsafe { c_recursion::with_unit_back(tstate, || default_evaluator()(tstate, frame, throwflag)) };
+        if unsafe { c_recursion::thread_is_deep(tstate) } {
+            // SAFETY: as above.
+            return unsafe { c_recursion::evaluate_deep(default_evaluator(), tstate, frame, throwflag) };
+        }
+        // SAFETY: as above.
+        return unsafe { default_evaluator()(tstate, frame, throwflag) };
     }
     // SAFETY: as the caller's contract.
     unsafe { hand_on_chained(previous, tstate, frame, throwflag) }

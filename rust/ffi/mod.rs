@@ -15,6 +15,7 @@ pub mod hook;
 pub mod layout;
 pub mod list;
 pub mod object;
+pub mod stack;
 pub mod tensor;
 pub mod torch_tls;
 pub mod vectorcall;

@@ -7,6 +7,8 @@
  * itself (CPython leaves that to the evaluator from 3.12 on). */
 #include <Python.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <pthread.h>
 #define Py_BUILD_CORE
 #include <internal/pycore_frame.h>
 #include <internal/pycore_code.h>
@@ -134,15 +136,40 @@ void fd_frame_clear_and_pop(PyThreadState *tstate, _PyInterpreterFrame *frame) {
 #endif
 }
 
-/* Where 3.12 keeps a thread's C recursion budget (`c_recursion_remaining`, which its
- * evaluator charges two units on every entry from C), in bytes into PyThreadState;
- * -1 on other versions (3.11 has no separate C budget; 3.13's is large enough). */
-Py_ssize_t fd_c_recursion_offset(void) {
-#if PY_VERSION_HEX >= 0x030C0000 && PY_VERSION_HEX < 0x030D0000
+/* The recursion counter CPython's evaluator charges and checks when it is entered, in
+ * bytes into PyThreadState: 3.11's Python depth budget (`recursion_remaining`, which
+ * counts every frame), 3.12's and 3.13's C budget (`c_recursion_remaining`, two units per
+ * entry from C). The evaluator raises RecursionError on entry when it finds it spent. */
+Py_ssize_t fd_entry_budget_offset(void) {
+#if PY_VERSION_HEX >= 0x030C0000
     return (Py_ssize_t)offsetof(PyThreadState, c_recursion_remaining);
 #else
-    return -1;
+    return (Py_ssize_t)offsetof(PyThreadState, recursion_remaining);
 #endif
+}
+
+/* 3.11: where the thread keeps the Python recursion limit its budget counts down from
+ * (the depth is the limit less the budget); -1 on 3.12+, whose C budget has a fixed start. */
+Py_ssize_t fd_entry_limit_offset(void) {
+#if PY_VERSION_HEX >= 0x030C0000
+    return -1;
+#else
+    return (Py_ssize_t)offsetof(PyThreadState, recursion_limit);
+#endif
+}
+
+/* The calling thread's stack: its lowest address and its size in bytes (glibc reads the
+ * main thread's from its mapping and RLIMIT_STACK). 0 on success. */
+int fd_current_thread_stack(uintptr_t *low, size_t *size) {
+    pthread_attr_t attr;
+    void *address = NULL;
+    if (pthread_getattr_np(pthread_self(), &attr) != 0) {
+        return -1;
+    }
+    int failed = pthread_attr_getstack(&attr, &address, size);
+    pthread_attr_destroy(&attr);
+    *low = (uintptr_t)address;
+    return failed;
 }
 
 /* Non-zero while the thread runs a `sys.settrace`/`sys.setprofile` function (CPython
