@@ -11,11 +11,14 @@ from pathlib import Path
 
 import torch
 
+import fastdynamo
 from fastdynamo.capture.shape_env import TraceShapeEnv
 
 from .helpers import compiled
 
-PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
+# The directory the suite imports fastdynamo from (the checkout's python/ after
+# `make build-dev`, or site-packages after `pip install .`), for the child process.
+PACKAGE_PARENT = Path(fastdynamo.__file__).resolve().parents[1]
 
 
 def test_a_dynamic_compilation_imports_no_export_or_inductor_module() -> None:
@@ -29,7 +32,7 @@ def test_a_dynamic_compilation_imports_no_export_or_inductor_module() -> None:
         print(sorted(m for m in ("torch.export._trace", "torch._inductor.sizevars")
                      if m in sys.modules))
     """)
-    env = {**os.environ, "PYTHONPATH": str(PYTHON_DIR)}
+    env = {**os.environ, "PYTHONPATH": str(PACKAGE_PARENT)}
     out = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, env=env, check=True)
     assert out.stdout.strip().splitlines()[-1] == "[]", out.stderr
 
