@@ -21,9 +21,7 @@
 //! hook hands the frame on with the budget shown as spent: `CPython`'s evaluator raises its
 //! own `RecursionError` on entry and unwinds the frame as at its own limit; the budget is
 //! restored when it returns. Only deep frames pay for the stack check; a shallow frame
-//! reads one counter and stays a tail jump. 3.12 and 3.13 only: 3.11's depth filter
-//! costs too much on the skipped frame ([`thread_is_deep`]), so there a raised limit can
-//! still overflow the C stack (a known gap).
+//! reads one counter (3.11: two, its limit and its budget) and stays a tail jump.
 
 use super::stack;
 use pyo3::ffi::{PyObject, PyThreadState};
@@ -60,12 +58,6 @@ pub fn init() {
 #[allow(clippy::inline_always)] // the hook's common path must stay a tail jump
 #[inline(always)]
 pub(crate) unsafe fn thread_is_deep(tstate: *mut PyThreadState) -> bool {
-    // 3.11: not checked. Its depth filter needs two loads (the limit and the budget), and
-    // with them its skipped frame measured 1.6-1.8x the floor against ~1.0x (compare.py,
-    // loaded cores): a raised recursion limit can still overflow the C stack there.
-    if cfg!(not(Py_3_12)) {
-        return false;
-    }
     let offset = BUDGET_OFFSET.load(Ordering::Relaxed);
     // SAFETY: `tstate` is live (contract) and `offset` is the shim's offsetof of its `int`
     // entry budget; only this thread touches its own budget.

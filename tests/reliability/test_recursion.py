@@ -143,8 +143,6 @@ def _run_runaway(*args: str) -> str:
     return done.stdout.strip()
 
 
-@pytest.mark.skipif(sys.version_info < (3, 12), reason="known gap: on 3.11 the hook does not check the C "
-                    "stack (a depth filter there costs the skipped frame ~0.5x the floor; ffi/c_recursion.rs)")
 @pytest.mark.parametrize("thread_stack", [None, 2 << 20], ids=["main-thread", "2MB-thread"])
 def test_runaway_recursion_above_the_python_limit_raises_before_the_c_stack_ends(thread_stack):
     # With the Python limit out of the way, every level under the hook enters CPython's
