@@ -62,10 +62,9 @@ def _owner_class(value: VariableTracker) -> tuple[type, Source | None, type] | N
     """(class, where the rewritten code finds it, the built-in base whose methods are not
     the user's) for a value whose type may define its own dunders."""
     if isinstance(value, TupleVariable) and value.tuple_type is not tuple:
-        class_source = value.class_source
-        if class_source is None and value.source is not None:
-            class_source = TypeSource(value.source)
-        return value.tuple_type, class_source, tuple
+        from .variables.attributes import class_source_of
+
+        return value.tuple_type, class_source_of(value), tuple
     if isinstance(value, UserObjectVariable):
         return (type(value.value), TypeSource(value.source) if value.source is not None else None,
                 getattr(value, "base", object))  # a dict subclass: dict's methods are not the user's

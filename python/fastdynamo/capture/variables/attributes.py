@@ -247,7 +247,7 @@ def generic_getattr(tx, owner: VariableTracker, cls: type, name: str, own,
 def is_instance_dict_descriptor(attr: Any) -> bool:
     """The ``__dict__`` getset a class statement gives its instances."""
     return type(attr) is types.GetSetDescriptorType and attr.__name__ == "__dict__" \
-        and bool(attr.__objclass__.__flags__ & _HEAPTYPE)
+        and is_heap_type(attr.__objclass__)
 
 
 _HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE
@@ -256,6 +256,17 @@ _HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE
 def is_heap_type(cls: type) -> bool:
     """A class made by a class statement (not a built-in type)."""
     return bool(cls.__flags__ & _HEAPTYPE)
+
+
+def class_source_of(value: VariableTracker) -> Source | None:
+    """Where the rewritten code finds ``type(value)`` again: the class's own source where
+    the frame made the value from it, else through the value's source; None when neither
+    exists."""
+    made_from = getattr(value, "class_source", None)
+    if made_from is not None:
+        return made_from
+    source = getattr(value, "source", None)
+    return TypeSource(source) if source is not None else None
 
 
 def generic_setattr_target(cls: type, name: str) -> Any:

@@ -352,21 +352,10 @@ def _scalar(tx, *args):
 def _type(tx, value, *rest):
     if rest:
         raise unsupported("type() with three arguments")
+    from .attributes import class_source_of
     from .misc import ClassVariable
 
     return ClassVariable(value.python_type(), class_source_of(value))
-
-
-def class_source_of(value: VariableTracker):
-    """Where the rewritten code finds ``type(value)`` again: through the value's own
-    source, or the class's where the frame made the value; None when neither exists."""
-    from ...guards.sources import TypeSource
-
-    made_from = getattr(value, "class_source", None)
-    if made_from is not None:
-        return made_from
-    source = getattr(value, "source", None)
-    return TypeSource(source) if source is not None else None
 
 
 @handles(print)

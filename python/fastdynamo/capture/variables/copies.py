@@ -45,7 +45,7 @@ import torch
 from ...exc import unsupported
 from ...guards import distinct_objects, same_object
 from ...guards.sources import Source
-from .attributes import MISSING, instance_attr_source, type_lookup
+from .attributes import MISSING, class_source_of, instance_attr_source, type_lookup
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .custom_lookup import InstanceDictView, lookup_or_missing
@@ -204,13 +204,7 @@ def _new_instance(original: VariableTracker, cls: type):
     original's class."""
     from .user_objects import NewObjectVariable
 
-    class_source = getattr(original, "class_source", None)
-    instance_source = getattr(original, "source", None)
-    if class_source is None and instance_source is not None:
-        from ...guards.sources import TypeSource
-
-        class_source = TypeSource(instance_source)
-    return NewObjectVariable(cls, class_source)
+    return NewObjectVariable(cls, class_source_of(original))
 
 
 def _check_reduce_lookups(tx, original: VariableTracker, cls: type, what: str) -> None:
