@@ -48,3 +48,19 @@ def test_the_backends_error_after_a_graph_break_is_reported_too():
 
     with pytest.raises(fastdynamo.BackendCompilerFailed, match="KeyError"):
         fastdynamo.compile(breaks, backend=broken)(torch.ones(2))
+
+
+def test_a_built_in_backend_failing_is_an_internal_error_not_the_users(monkeypatch):
+    """Our own backend raising is a compiler bug: explain counts it and, with the fallback
+    on, the frame runs as Python (the user's backend raising is theirs to fix)."""
+    from fastdynamo import config
+    from fastdynamo.backends import eager
+
+    def broken_eager(gm, example_inputs):
+        raise RuntimeError("simulated eager backend bug")
+
+    broken_eager.__module__ = eager.__name__
+    monkeypatch.setattr(config, "fallback_on_internal_error", True)
+    with pytest.warns(RuntimeWarning, match="simulated eager backend bug"):
+        report = fastdynamo.explain(plus_one, backend=broken_eager)(torch.ones(2))
+    assert report.internal_error_count == 1 and report.graph_count == 0

@@ -277,6 +277,10 @@ class ConvertFrame:
     def run_backend(self, code: CodeType, graph_module: Any, example_inputs: list) -> Any:
         """The backend's callable for a captured graph; a backend that raises or returns
         something uncallable is reported as torch.compile does (``BackendCompilerFailed``)."""
+        if getattr(self.backend, "__module__", "").startswith("fastdynamo."):
+            # our own backend: its failure is a compiler bug (an internal error, counted
+            # by explain and run around when config.fallback_on_internal_error is on)
+            return self.backend(graph_module, example_inputs)
         name = getattr(self.backend, "__qualname__", repr(self.backend))
         try:
             compiled_fn = self.backend(graph_module, example_inputs)

@@ -53,9 +53,10 @@ class FullGraphError(RuntimeError):
 
 
 class BackendCompilerFailed(RuntimeError):
-    """Raised when the backend given to ``fastdynamo.compile`` raises while compiling a
-    captured graph, or returns something that cannot be called; the message names the
-    backend and the frame (the backend's exception is chained)."""
+    """Raised when a user's backend given to ``fastdynamo.compile`` raises while compiling
+    a captured graph, or returns something that cannot be called; the message names the
+    backend and the frame (the backend's exception is chained). A failure of a built-in
+    backend is an internal compiler error instead."""
 
 
 def unsupported(reason: str) -> Unsupported:
