@@ -14,6 +14,7 @@ use std::ffi::{c_char, c_int, c_void, CString};
 type ReadFlag = unsafe extern "C" fn() -> bool;
 type KeyExcluded = unsafe extern "C" fn(u16) -> bool;
 type StateAddress = unsafe extern "C" fn() -> *const u8;
+type ReadScalarType = unsafe extern "C" fn() -> i8;
 
 const RTLD_NOW: c_int = 2;
 const RTLD_NOLOAD: c_int = 4;
@@ -35,6 +36,10 @@ const KEY_EXCLUDED: &str = "_ZN3c104impl28tls_is_dispatch_key_excludedENS_11Disp
 /// `c10::AutogradState& c10::AutogradState::get_tls_state()`: this thread's grad mode,
 /// inference mode (bit fields) and more, in libc10's thread-local block.
 const AUTOGRAD_STATE: &str = "_ZN3c1013AutogradState13get_tls_stateEv";
+
+/// `c10::ScalarType c10::get_default_dtype_as_scalartype()`: the process's default dtype
+/// (`torch.get_default_dtype()`), an `int8_t` enum.
+const DEFAULT_DTYPE: &str = "_ZN3c1031get_default_dtype_as_scalartypeEv";
 
 /// `c10::impl::raw_local_dispatch_key_set`, a thread-local `PODLocalDispatchKeySet`: two
 /// 64-bit words (the included and excluded key sets, each stored XOR its default).
@@ -97,6 +102,7 @@ pub struct TorchTls {
     inference_mode: ReadFlag,
     key_excluded: KeyExcluded,
     autograd_state: Option<StateAddress>,
+    default_dtype: Option<ReadScalarType>,
 }
 
 impl TorchTls {
@@ -116,10 +122,10 @@ impl TorchTls {
             (!address.is_null()).then_some(address)
         };
         let (grad, inference, excluded) = (find(GRAD_MODE)?, find(INFERENCE_MODE)?, find(KEY_EXCLUDED)?);
-        let autograd_state = find(AUTOGRAD_STATE);
+        let (autograd_state, default_dtype) = (find(AUTOGRAD_STATE), find(DEFAULT_DTYPE));
         // SAFETY: each address is the function named above; for these signatures (no
-        // arguments or one 16-bit integer, a bool result) the C++ ABI is the C ABI, and
-        // they do not throw (they read thread-local state).
+        // arguments or one 16-bit integer, a bool or `int8_t` enum result) the C++ ABI is
+        // the C ABI, and they do not throw (they read thread-local or global state).
         unsafe {
             Some(TorchTls {
                 handle: handle as usize,
@@ -128,6 +134,7 @@ impl TorchTls {
                 key_excluded: std::mem::transmute::<*mut c_void, KeyExcluded>(excluded),
                 // (a reference is returned as a pointer; the function only reads TLS)
                 autograd_state: autograd_state.map(|f| std::mem::transmute::<*mut c_void, StateAddress>(f)),
+                default_dtype: default_dtype.map(|f| std::mem::transmute::<*mut c_void, ReadScalarType>(f)),
             })
         }
     }
@@ -140,6 +147,13 @@ impl TorchTls {
     pub fn inference_mode(&self) -> bool {
         // SAFETY: see `open`; reads this thread's state.
         unsafe { (self.inference_mode)() }
+    }
+
+    /// The default dtype's `c10::ScalarType` code, or None if the symbol is missing.
+    #[inline]
+    pub fn default_scalar_type(&self) -> Option<i8> {
+        // SAFETY: see `open`; reads one global word (a `TypeMeta` index) and maps it.
+        self.default_dtype.map(|read| unsafe { read() })
     }
 
     /// This thread's two raw dispatch key set words, or None if the symbol is missing.

@@ -66,7 +66,10 @@ impl Identity {
 /// Checks on torch's global state, not on a frame value.
 pub enum StateCheck {
     GradMode(bool),
-    DefaultDtype(Py<PyAny>),
+    /// `torch.get_default_dtype() is expected`: factories and Python scalars take it.
+    /// `code` is its `c10::ScalarType`, read in C++ when torch's Python reader and that
+    /// code agreed on it as the guard was built; None: the Python reader is called.
+    DefaultDtype { expected: Py<PyAny>, code: Option<i8> },
     /// `torch._C._is_any_autocast_enabled()`: autocast changes the dtypes ops produce.
     Autocast(bool),
     /// `torch.is_inference_mode_enabled()`: results are inference tensors.
@@ -212,7 +215,7 @@ impl StateCheck {
         let arg = tuple.get_item(1).map_err(|_| bad(spec, "missing argument"))?;
         match kind.as_str() {
             "grad_mode" => Ok(StateCheck::GradMode(arg.extract().map_err(|_| bad(spec, "grad_mode needs a bool"))?)),
-            "default_dtype" => Ok(StateCheck::DefaultDtype(arg.unbind())),
+            "default_dtype" => Ok(StateCheck::DefaultDtype { code: default_dtype_code(&arg), expected: arg.unbind() }),
             "autocast" => Ok(StateCheck::Autocast(arg.extract().map_err(|_| bad(spec, "autocast needs a bool"))?)),
             "inference_mode" => Ok(StateCheck::InferenceMode(
                 arg.extract().map_err(|_| bad(spec, "inference_mode needs a bool"))?,
@@ -263,7 +266,12 @@ impl StateCheck {
                 });
                 (ok, &|| "torch's global module hooks are empty, got a hook".to_owned())
             }
-            StateCheck::DefaultDtype(expected) => {
+            StateCheck::DefaultDtype { expected, code } => {
+                if let (Some(code), Some(fast)) = (code, torch.fast) {
+                    if fast.default_scalar_type() == Some(*code) {
+                        return true;
+                    }
+                }
                 let got = torch.default_dtype(py);
                 let ok = got.as_ref().is_some_and(|d| d.as_ptr() == expected.as_ptr());
                 (ok, &move || format!("torch.get_default_dtype() == {}, got {}", short_repr(expected.bind(py)), got.as_ref().map_or_else(|| "error".to_owned(), short_repr)))
@@ -276,6 +284,28 @@ impl StateCheck {
         }
         ok
     }
+}
+
+/// The `c10::ScalarType` codes of the dtypes a default dtype can be (torch allows only
+/// floating ones), fixed in c10's `ScalarType` enum.
+const DEFAULT_DTYPE_CODES: [(&str, i8); 4] = [("float16", 5), ("float32", 6), ("float64", 7), ("bfloat16", 15)];
+
+/// The C++ code of `dtype` for a `DefaultDtype` check: only when `dtype` is the default
+/// dtype now and the C++ reader returns its known code (so that reader reads the state
+/// `torch.get_default_dtype()` does); None otherwise.
+fn default_dtype_code(dtype: &Bound<'_, PyAny>) -> Option<i8> {
+    let py = dtype.py();
+    let fast = super::torch_tls::fast_state(py)?;
+    let torch = py.import("torch").ok()?;
+    let now = torch.getattr("get_default_dtype").ok()?.call0().ok()?;
+    if now.as_ptr() != dtype.as_ptr() {
+        return None;
+    }
+    let code = DEFAULT_DTYPE_CODES
+        .iter()
+        .find(|(name, _)| torch.getattr(*name).is_ok_and(|d| d.as_ptr() == dtype.as_ptr()))
+        .map(|&(_, code)| code)?;
+    (fast.default_scalar_type() == Some(code)).then_some(code)
 }
 
 /// torch's global-state readers, looked up once per guard set.

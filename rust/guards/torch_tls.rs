@@ -55,6 +55,13 @@ impl FastTorchState {
         self.tls.inference_mode()
     }
 
+    /// The default dtype's `c10::ScalarType` code (checked against torch's Python reader
+    /// where a guard uses it: `check.rs`'s `DefaultDtype`).
+    #[inline]
+    pub fn default_scalar_type(&self) -> Option<i8> {
+        self.tls.default_scalar_type()
+    }
+
     /// True when autocast is on for any device (a superset of what
     /// `_is_any_autocast_enabled` checks: a key it ignores can only make a guard fail).
     pub fn autocast_enabled(&self) -> bool {

@@ -25,7 +25,7 @@ import torch
 from ..bytecode import parameter_names
 from ..exc import FullGraphError, Unsupported, unsupported
 from ..fx import count_ops
-from ..guards import Guard, autocast, grad_mode, inference_mode
+from ..guards import Guard, autocast, default_dtype, grad_mode, inference_mode
 from ..guards.sources import ClosureSource, LocalSource, Source
 from ..plans import BreakState, Effect, OutputPlan
 from .break_state import break_state, frame_cells
@@ -126,6 +126,9 @@ class _Run:
         self.output.frame = (localsplus, f_globals, f_builtins, closure)
         self.prior_grad = torch.is_grad_enabled()
         self.output.add_guard(None, grad_mode(self.prior_grad))
+        # Factories, Python scalars and type promotion take the default dtype, and the
+        # trace folds what it gave (FakeTensor dtypes, `.dtype` read as a constant).
+        self.output.add_guard(None, default_dtype(torch.get_default_dtype()))
         # Frames are not compiled under autocast or inference mode (convert_frame.py); the
         # guards keep entries compiled outside them from running inside them.
         self.output.add_guard(None, autocast(False))
