@@ -10,7 +10,7 @@ import types
 from typing import Any
 
 from ...exc import unsupported
-from ...guards import id_is, type_is
+from ...guards import id_is, query_is, type_is
 from ...guards.sources import AttrSource, TypeSource
 from .attributes import (
     MISSING,
@@ -24,6 +24,7 @@ from .attributes import (
     type_lookup,
 )
 from .base import VariableTracker
+from .constant import ConstantVariable
 from .special_calls import SpecialMethodCalls
 
 # Modules whose members are trusted not to be monkey-patched: their attributes are
@@ -34,6 +35,22 @@ TRUSTED_MODULE_PREFIXES = ("torch", "math", "operator", "functools", "builtins",
 
 def is_trusted_module(name: str) -> bool:
     return name.split(".")[0] in TRUSTED_MODULE_PREFIXES
+
+
+_STATE_CONSTANTS = (bool, int, float, str, type(None))
+
+
+def _computed_by_module_class(module: types.ModuleType, name: str) -> bool:
+    """Whether ``module.name`` comes from the module's class (a subclass of ModuleType
+    with a descriptor for ``name``, or a ``__getattr__`` when the module's dict lacks it):
+    a value computed on each read, not a binding in the module's dict."""
+    cls = type(module)
+    if cls is types.ModuleType:
+        return False
+    attr = type_lookup(cls, name)
+    if attr is not MISSING:
+        return hasattr(type(attr), "__get__")
+    return name not in vars(module) and type_lookup(cls, "__getattr__") is not MISSING
 
 
 class PythonModuleVariable(VariableTracker):
@@ -57,6 +74,11 @@ class PythonModuleVariable(VariableTracker):
         except AttributeError as err:
             raise unsupported(f"module {self.module.__name__} has no attribute {name!r}") from err
         trusted = is_trusted_module(self.module.__name__)
+        if _computed_by_module_class(self.module, name) and type(value) in _STATE_CONSTANTS:
+            # a flag the module's class computes on each read (torch.backends.cudnn's
+            # `deterministic`, mkldnn's `enabled`): read again by the guard on every call
+            tx.output.add_guard(None, query_is(getattr, (self.module, name), value))
+            return ConstantVariable(value)
         source = None if trusted or self.source is None else AttrSource(self.source, name)
         return wrap_value(tx, value, source)
 

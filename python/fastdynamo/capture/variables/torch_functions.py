@@ -57,7 +57,7 @@ def _queries_global_state(fn, args, kwargs) -> bool:
     constants passed, and no arguments at all or a state query's name."""
     if fn in STATE_FREE_QUERIES or not all(v.is_python_constant() for v in (*args, *kwargs.values())):
         return False
-    name = getattr(fn, "__name__", "")
+    name = getattr(fn, "__name__", "").lstrip("_")  # torch._C's readers: _get_cublas_allow_tf32
     return not (args or kwargs) or name.startswith(("is_", "get_", "are_"))
 
 
