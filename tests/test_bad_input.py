@@ -3,6 +3,7 @@ conventions): arguments of the wrong kind, and a user backend that raises while
 compiling a graph or returns something that cannot be called."""
 from __future__ import annotations
 
+import logging
 import pytest
 import torch
 
@@ -64,3 +65,18 @@ def test_a_built_in_backend_failing_is_an_internal_error_not_the_users(monkeypat
     with pytest.warns(RuntimeWarning, match="simulated eager backend bug"):
         report = fastdynamo.explain(plus_one, backend=broken_eager)(torch.ones(2))
     assert report.internal_error_count == 1 and report.graph_count == 0
+
+
+def test_mismatched_shapes_raise_eagers_error_without_torchs_meta_log(caplog):
+    def add(x, y):
+        return x + y
+
+    compiled = fastdynamo.compile(add, backend="eager")
+    with pytest.raises(RuntimeError) as eager_error:
+        add(torch.ones(2), torch.ones(3))
+    with caplog.at_level(logging.DEBUG), pytest.raises(RuntimeError) as compiled_error:
+        compiled(torch.ones(2), torch.ones(3))
+    assert str(compiled_error.value) == str(eager_error.value)
+    assert not [r for r in caplog.records if "attempting to run meta" in r.getMessage()]
+    # the filter is only there while a frame compiles
+    assert not logging.getLogger("torch._subclasses.fake_tensor").filters

@@ -16,6 +16,7 @@ import contextlib
 import gc
 import itertools
 import linecache
+import logging
 import os
 import sysconfig
 import threading
@@ -212,6 +213,30 @@ def _unmodelled_torch_state() -> str | None:
     return None
 
 
+class _MetaFailureFilter(logging.Filter):
+    """Drops FakeTensorMode's log of an op that raised on fake inputs ("failed while
+    attempting to run meta for ..."): with mismatched shapes a trace meets the error the
+    user's call will raise, ends the graph there (the break names the error) and the
+    original Python raises it; torch's error log with its traceback would only repeat it
+    before the user's own exception."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("failed while attempting to run meta")
+
+
+_FAKE_TENSOR_LOG = logging.getLogger("torch._subclasses.fake_tensor")
+_META_FAILURES = _MetaFailureFilter()
+
+
+@contextlib.contextmanager
+def _meta_failures_unlogged() -> Iterator[None]:
+    _FAKE_TENSOR_LOG.addFilter(_META_FAILURES)
+    try:
+        yield
+    finally:
+        _FAKE_TENSOR_LOG.removeFilter(_META_FAILURES)
+
+
 @contextlib.contextmanager
 def _collector_paused() -> Iterator[None]:
     """No cyclic garbage collection while a frame compiles, and one collection of the young
@@ -258,7 +283,7 @@ class ConvertFrame:
                 return existing  # another thread compiled this code while we waited
             sources_before = _generated_names()
             try:
-                with _collector_paused():
+                with _collector_paused(), _meta_failures_unlogged():
                     result = self.compile_frame(runtime, frame)
                 if isinstance(result, runtime.CacheEntry):
                     # Visible before the lock is released: the GIL may pass to a thread
