@@ -310,3 +310,27 @@ def test_entries_compiled_outside_autocast_and_inference_mode_are_not_used_insid
     assert out.is_inference()
     assert len(entries(f)) == 1  # those calls ran as Python, nothing was compiled for them
     assert compiled(x).dtype == torch.float32
+
+
+def test_compiling_or_explaining_a_compiled_callable_works_on_the_original():
+    def relu_add(x, y):
+        return torch.relu(x + y)
+
+    seen = []
+
+    def recording(gm, example_inputs):
+        seen.append(len(example_inputs))
+        return gm.forward
+
+    x, y = torch.randn(3), torch.randn(3)
+    compiled = fastdynamo.compile(relu_add, backend="eager")
+    compiled(x, y)
+    report = fastdynamo.explain(compiled)(x, y)
+    assert report.graph_count == 1 and report.ops_per_graph == [2]
+    again = fastdynamo.compile(compiled, backend=recording)
+    assert torch.equal(again(x, y), relu_add(x, y)) and seen == [2]  # the new backend compiled it
+
+    module = torch.nn.Linear(3, 2)
+    wrapped = fastdynamo.compile(fastdynamo.compile(module, backend="eager"), backend="eager")
+    assert wrapped._orig_mod is module and list(wrapped.state_dict()) == ["weight", "bias"]
+    assert fastdynamo.explain(fastdynamo.compile(module))(x).graph_count == 1

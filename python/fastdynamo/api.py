@@ -145,6 +145,7 @@ def compile(fn_or_module: Any = None, *, backend: str | Backend = DEFAULT_BACKEN
         return functools.partial(compile, backend=backend, fullgraph=fullgraph, dynamic=dynamic,
                                  _recorder=_recorder)
     lookup_backend(backend)  # fail early on an unknown name
+    fn_or_module = _innermost(fn_or_module)
     if isinstance(fn_or_module, torch.nn.Module):
         return OptimizedModule(fn_or_module, backend=backend, fullgraph=fullgraph, dynamic=dynamic,
                                recorder=_recorder)
@@ -170,6 +171,25 @@ def compile(fn_or_module: Any = None, *, backend: str | Backend = DEFAULT_BACKEN
     compiled._fastdynamo_original = fn  # type: ignore[attr-defined]
     compiled._fastdynamo_region = region  # type: ignore[attr-defined]
     return compiled
+
+
+def _innermost(target: Any) -> Any:
+    """What ``target`` compiles, when it is itself a compiled function or module (as
+    torch.compile unwraps its own): compiling it again, or explaining it, works on the
+    original with the new settings instead of wrapping a wrapper whose frames the inner
+    settings would own."""
+    while True:
+        if isinstance(target, OptimizedModule):
+            target = object.__getattribute__(target, "_orig_mod")
+            continue
+        try:
+            attributes = object.__getattribute__(target, "__dict__")
+        except AttributeError:
+            return target
+        original = attributes.get("_fastdynamo_original") if isinstance(attributes, dict) else None
+        if original is None:
+            return target
+        target = original
 
 
 def _mark_region_wrapper(code: Any) -> None:
