@@ -247,15 +247,32 @@ def _reversed(tx, value):
 
 
 @handles(sorted)
-def _sorted(tx, iterable, **kwargs):
-    if any(not v.is_python_constant() for v in kwargs.values()):
-        raise unsupported("sorted() with a symbolic key")
+def _sorted(tx, iterable, *, key=None, reverse=None):
+    """``sorted`` of constants, or of any values by a key function the trace calls on each
+    one (a lambda, ``operator.itemgetter``...) whose results are constants; the sort itself
+    is Python's, so its order (stable, ``reverse`` too) and its errors are eager's."""
     from .dict_views import unordered_items
 
-    items = iterable.unpack_var_sequence(tx) if "key" in kwargs else unordered_items(tx, iterable)
-    values = [item.as_python_constant() for item in items]
-    return ListVariable([wrap_constant_result(v) for v in
-                         sorted(values, **{k: v.as_python_constant() for k, v in kwargs.items()})])
+    backwards = bool(reverse.as_python_constant()) if reverse is not None else False
+    if key is None or (key.is_python_constant() and key.as_python_constant() is None):
+        values = [item.as_python_constant() for item in unordered_items(tx, iterable)]
+        return ListVariable([wrap_constant_result(v) for v in _python_call(sorted, values, reverse=backwards)])
+    items = iterable.unpack_var_sequence(tx)
+    keys = [key.call_function(tx, [item], {}) for item in items]
+    if not all(k.is_python_constant() for k in keys):
+        raise unsupported("sorted() by a key that is not a constant (a tensor, a symbolic size)")
+    values = [k.as_python_constant() for k in keys]
+    order = _python_call(sorted, range(len(items)), key=values.__getitem__, reverse=backwards)
+    return ListVariable([items[i] for i in order])
+
+
+def _python_call(fn, *args, **kwargs):
+    """``fn`` run for real on constants: an error it raises is the user's program's, which
+    the frame raises when it runs as Python."""
+    try:
+        return fn(*args, **kwargs)
+    except Exception as err:  # noqa: BLE001 - the eager run raises the real error
+        raise unsupported(f"{fn.__name__}(...) raised {type(err).__name__}: {err}") from err
 
 
 @handles(list)
@@ -300,13 +317,19 @@ def _min_max(python_fn, torch_name):
 
         items = unordered_items(tx, args[0]) if len(args) == 1 and not kwargs else \
             args[0].unpack_var_sequence(tx) if len(args) == 1 else list(args)
-        if kwargs or any(isinstance(i, TensorVariable) for i in items):
-            if len(items) == 2 and not kwargs and all(isinstance(i, TensorVariable) for i in items):
+        if kwargs:
+            raise unsupported(f"{python_fn.__name__}() with keyword arguments")
+        if any(isinstance(i, TensorVariable) for i in items):
+            if len(items) == 2 and all(isinstance(i, TensorVariable) for i in items):
                 import torch
 
                 return tx.output.record_call("call_function", getattr(torch, torch_name), items, {})
             raise unsupported(f"{python_fn.__name__}() over tensors (data-dependent)")
-        return wrap_constant_result(python_fn(*[i.as_python_constant() for i in items]))
+        values = [i.as_python_constant() for i in items]
+        # one iterable argument: its items as Python's one-argument form sees them (an
+        # empty one raises there), else the arguments themselves
+        return wrap_constant_result(_python_call(python_fn, values) if len(args) == 1
+                                    else _python_call(python_fn, *values))
     return handler
 
 
