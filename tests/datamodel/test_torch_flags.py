@@ -64,3 +64,20 @@ def test_a_torch_object_with_its_own_getattr_is_not_folded():
     # of the frame is a resume function taking the flag's value (one graph per value)
     recorder = check_both_settings(matmul_object, torch.backends.cuda.matmul, "allow_tf32", graphs=2)
     assert any("cuBLASModule" in str(b) for b in recorder.breaks), [str(b) for b in recorder.breaks]
+
+
+def scaled_by_learning_rate(opt, x):
+    return x * opt.param_groups[0]["lr"], opt.defaults["lr"]
+
+
+def test_data_of_a_torch_object_argument_is_guarded():
+    # an optimizer is modelled as a torch object (its methods are recorded calls); its
+    # data was read as constants without a guard: a new learning rate was not seen
+    opt = torch.optim.SGD([torch.nn.Parameter(torch.ones(2))], lr=0.5)
+    compiled, recorder = compiled_with_recorder(scaled_by_learning_rate)
+    x = torch.ones(2)
+    for lr in (0.5, 0.1, 0.5):
+        opt.param_groups[0]["lr"] = lr
+        opt.defaults["lr"] = lr * 2
+        assert same(compiled(opt, x), scaled_by_learning_rate(opt, x)), lr
+    assert len(recorder.captures) == 2 and not recorder.breaks  # 0.5 again reuses the first

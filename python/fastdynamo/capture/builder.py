@@ -106,11 +106,10 @@ def globals_source_for(tx, fn: types.FunctionType, fn_source: Source | None) -> 
 
 
 def is_torch_callable(value: Any) -> bool:
-    """Functions and builtins of the torch namespace (recorded as graph nodes). Only
-    callables: an instance of a torch class (``torch.backends.cuda.matmul``) has the
-    class's ``__module__`` too, and its attributes are state read on each access."""
-    if not callable(value):
-        return False
+    """Functions and builtins of the torch namespace (recorded as graph nodes), and
+    instances of torch's classes (an optimizer: its methods are recorded calls too, which
+    refuse arguments holding real tensors; its data attributes are read through a guard,
+    ``TorchFunctionVariable.var_getattr``)."""
     if isinstance(value, types.MethodDescriptorType) or isinstance(value, types.WrapperDescriptorType):
         return getattr(value, "__objclass__", None) in (torch._C.TensorBase, torch.Tensor)
     module = getattr(value, "__module__", None)

@@ -15,6 +15,7 @@ import torch
 from ...compiling import is_compiling
 from ...exc import unsupported
 from ...guards import query_is
+from ...guards.sources import AttrSource
 from .base import CallableVariable, VariableTracker
 from .constant import ConstantVariable, wrap_constant_result
 
@@ -105,6 +106,15 @@ class TorchFunctionVariable(CallableVariable):
             raise unsupported(f"attribute {name!r} of {self.describe()}")
         if callable(attr):
             return TorchFunctionVariable(attr)
+        if not callable(self.fn):
+            # data of an instance of a torch class (an optimizer's param_groups, the flags
+            # of torch.backends.cuda.matmul): state that changes, read again by a guard
+            if self.source is None:
+                raise unsupported(f"attribute {name!r} of a {type(self.fn).__qualname__} object "
+                                  "that cannot be guarded (no source)")
+            from ..builder import wrap_value
+
+            return wrap_value(tx, attr, AttrSource(self.source, name))
         return ConstantVariable(attr)
 
     def describe(self) -> str:
