@@ -27,6 +27,21 @@ settings.register_profile("versions", max_examples=40, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("ci")
 
+@pytest.fixture(autouse=True)
+def no_internal_errors(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Every test fails on a compiler error raised in strict mode, even one the test did
+    not see (it can raise the same exception as the user's program, which a comparison
+    with eager then takes for the program's); tests about internal errors are marked
+    ``internal_errors``."""
+    from fastdynamo.convert_frame import STRICT_INTERNAL_ERRORS
+
+    STRICT_INTERNAL_ERRORS.clear()
+    yield
+    if request.node.get_closest_marker("internal_errors") is None:
+        assert not STRICT_INTERNAL_ERRORS, STRICT_INTERNAL_ERRORS
+    STRICT_INTERNAL_ERRORS.clear()
+
+
 class FreshCache:
     """What :func:`fresh_cache` gives a test: ``disk()`` points ``FASTDYNAMO_CACHE_DIR``
     at a new, empty directory for this test only and returns it."""

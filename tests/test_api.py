@@ -274,6 +274,7 @@ def test_reset_removes_compiled_graphs_from_globals():
     torch.testing.assert_close(fastdynamo.compile(f)(torch.ones(2)), f(torch.ones(2)))
 
 
+@pytest.mark.internal_errors
 def test_internal_compiler_error_falls_back_with_a_warning(monkeypatch):
     from fastdynamo import config, convert_frame
 

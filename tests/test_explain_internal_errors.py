@@ -55,6 +55,7 @@ def test_compile_error_is_counted_and_named(monkeypatch):
     assert any("simulated translator bug" in w for w in warned)  # the warning stays
 
 
+@pytest.mark.internal_errors
 def test_compile_error_is_raised_in_strict_mode(monkeypatch):
     monkeypatch.setattr(config, "fallback_on_internal_error", False)
     monkeypatch.setattr(convert_frame, "translate", broken_translate)

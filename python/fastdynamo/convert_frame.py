@@ -213,6 +213,12 @@ def _unmodelled_torch_state() -> str | None:
     return None
 
 
+# Internal errors raised (not run around) under ``config.fallback_on_internal_error =
+# False``, for the test suite's check that none happened: raised, one can look exactly like
+# the user's own error and pass for it.
+STRICT_INTERNAL_ERRORS: list[str] = []
+
+
 class _MetaFailureFilter(logging.Filter):
     """Drops FakeTensorMode's log of an op that raised on fake inputs ("failed while
     attempting to run meta for ..."): with mismatched shapes a trace meets the error the
@@ -294,6 +300,11 @@ class ConvertFrame:
                 raise  # the user's to fix: not a compiler bug to run around
             except Exception as bug:  # noqa: BLE001 - a compiler bug must not break user code
                 if not config.fallback_on_internal_error:
+                    # strict (the tests): raised, and recorded too, since a bug can raise
+                    # the very error the user's program would (the same operation failing)
+                    STRICT_INTERNAL_ERRORS.append(f"{frame_name(code)}: {type(bug).__name__}: {bug}")
+                    if self.recorder is not None:
+                        self.recorder.record_internal_error(code, bug, "compiling")
                     raise
                 return self.internal_error(runtime, code, bug)
             finally:

@@ -19,6 +19,7 @@ class Outcome:
     error: type | None
     graphs: int
     breaks: list
+    internal_errors: list
 
 
 def same(a, b) -> bool:
@@ -56,7 +57,7 @@ def run(fn, *args, fullgraph=False, **kwargs) -> Outcome:
         value, error = compiled(*args, **kwargs), None
     except Exception as err:  # noqa: BLE001 - compared with eager's
         value, error = None, type(err)
-    return Outcome(value, error, len(recorder.captures), list(recorder.breaks))
+    return Outcome(value, error, len(recorder.captures), list(recorder.breaks), list(recorder.internal_errors))
 
 
 def check(fn, *args, graphs: int, breaks: int | None = None, fullgraph: bool | None = None):
@@ -65,6 +66,7 @@ def check(fn, *args, graphs: int, breaks: int | None = None, fullgraph: bool | N
     with ``fullgraph=True``, which must succeed (True) or raise FullGraphError (False)."""
     expected, expected_error = _eager(fn, args)
     got = run(fn, *copy.deepcopy(args))
+    assert not got.internal_errors, got.internal_errors  # a compiler error is a bug, never a fallback
     assert got.error is expected_error, (got.error, expected_error, [str(b) for b in got.breaks])
     assert same(got.value, expected), (got.value, expected)
     assert got.graphs == graphs, (got.graphs, [str(b) for b in got.breaks])

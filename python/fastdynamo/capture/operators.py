@@ -17,7 +17,7 @@ import torch
 from ..exc import Unsupported, unsupported
 from ..guards import distinct_objects, same_object
 from .variables.base import VariableTracker
-from .variables.constant import ConstantVariable, wrap_constant_result
+from .variables.constant import ConstantVariable, constant_call, wrap_constant_result
 from .variables.containers import (
     BaseSequenceVariable,
     IteratorVariable,
@@ -163,7 +163,7 @@ def compare_op(tx, op: Callable, left: VariableTracker, right: VariableTracker) 
         return symbolic
     if left.is_python_constant() and right.is_python_constant() and not _values_view(left, right) \
             and not (_holds_symbols(left) or _holds_symbols(right)):
-        return ConstantVariable(op(left.as_python_constant(), right.as_python_constant()))
+        return ConstantVariable(constant_call(op, left.as_python_constant(), right.as_python_constant()))
     if _is_sequence(left) and _is_sequence(right):
         return compare_sequences(tx, op, left, right)
     if isinstance(left, DictVariable) and isinstance(right, DictVariable):
@@ -313,7 +313,7 @@ def unary_op(tx, op: Callable, value: VariableTracker) -> VariableTracker:
     symbolic = symbolic_op(op, [value])
     if symbolic is not None:
         return symbolic
-    return wrap_constant_result(op(value.as_python_constant()))
+    return wrap_constant_result(constant_call(op, value.as_python_constant()))
 
 
 def contains_op(tx, item: VariableTracker, container: VariableTracker) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from ...bytecode import version
 from ...exc import unsupported
 from ..variables.constant import ConstantVariable
-from ..variables.containers import DictVariable, ListVariable, SetVariable, TupleVariable, dict_items
+from ..variables.containers import DictVariable, ListVariable, SetVariable, TupleVariable, dict_items, hashable
 from ..variables.symbolic import SymbolicSlice, SymbolicValue
 from .operators import OperatorOpcodes
 
@@ -19,11 +19,11 @@ class BuildOpcodes:
         self.push(ListVariable(self.popn(inst.arg)))
 
     def BUILD_SET(self, inst):
-        self.push(SetVariable({v.as_python_constant() for v in self.popn(inst.arg)}))
+        self.push(SetVariable({hashable(v) for v in self.popn(inst.arg)}))
 
     def BUILD_MAP(self, inst):
         flat = self.popn(2 * inst.arg)
-        self.push(DictVariable({flat[i].as_python_constant(): flat[i + 1] for i in range(0, len(flat), 2)}))
+        self.push(DictVariable({hashable(flat[i]): flat[i + 1] for i in range(0, len(flat), 2)}))
 
     def BUILD_CONST_KEY_MAP(self, inst):
         keys = self.pop().as_python_constant()

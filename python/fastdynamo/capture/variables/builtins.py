@@ -23,7 +23,7 @@ from typing import Any, Callable
 from ...exc import unsupported
 from .arity import check_call_arity
 from .base import CallableVariable, VariableTracker
-from .constant import ConstantVariable, wrap_constant_result
+from .constant import ConstantVariable, constant_call, wrap_constant_result
 from .containers import (
     BaseSequenceVariable,
     DictVariable,
@@ -32,6 +32,7 @@ from .containers import (
     SetVariable,
     TupleVariable,
     dict_items,
+    hashable,
     iterate,
     snapshot_iterator,
 )
@@ -117,22 +118,24 @@ def _len(tx, value, **_):
     if isinstance(value, (BaseSequenceVariable, DictVariable)):
         return ConstantVariable(len(value.items))
     if value.is_python_constant():
-        return ConstantVariable(len(value.as_python_constant()))
+        return ConstantVariable(constant_call(len, value.as_python_constant()))
     return value.call_method(tx, "__len__", [], {})
 
 
 @handles(isinstance)
 def _isinstance(tx, value, classes, **_):
     cls = classes.as_python_constant()
-    return ConstantVariable(issubclass(value.python_type(), cls) if not isinstance(cls, tuple)
-                            else any(issubclass(value.python_type(), c) for c in cls))
+    # (a bad second argument raises here as in isinstance: the frame raises it as Python)
+    if not isinstance(cls, tuple):
+        return ConstantVariable(constant_call(issubclass, value.python_type(), cls))
+    return ConstantVariable(any(constant_call(issubclass, value.python_type(), c) for c in cls))
 
 
 @handles(getattr)
 def _getattr(tx, obj, name, *default):
     """``getattr(obj, name[, default])``: the default only when the attribute is really
     absent (decided exactly, as ``hasattr``), never because modelling it failed."""
-    attr = name.as_python_constant()
+    attr = _attribute_name(name, "getattr")
     from .custom_lookup import customises_lookup, lookup_or_missing
 
     if customises_lookup(obj):  # the lookup runs once; its AttributeError means absent
@@ -186,7 +189,7 @@ def _hasattr(tx, obj, name):
 
 @handles(range)
 def _range(tx, *args):
-    return ConstantVariable(range(*[a.as_python_constant() for a in args]))
+    return ConstantVariable(constant_call(range, *[a.as_python_constant() for a in args]))
 
 
 @handles(iter)
@@ -256,23 +259,14 @@ def _sorted(tx, iterable, *, key=None, reverse=None):
     backwards = bool(reverse.as_python_constant()) if reverse is not None else False
     if key is None or (key.is_python_constant() and key.as_python_constant() is None):
         values = [item.as_python_constant() for item in unordered_items(tx, iterable)]
-        return ListVariable([wrap_constant_result(v) for v in _python_call(sorted, values, reverse=backwards)])
+        return ListVariable([wrap_constant_result(v) for v in constant_call(sorted, values, reverse=backwards)])
     items = iterable.unpack_var_sequence(tx)
     keys = [key.call_function(tx, [item], {}) for item in items]
     if not all(k.is_python_constant() for k in keys):
         raise unsupported("sorted() by a key that is not a constant (a tensor, a symbolic size)")
     values = [k.as_python_constant() for k in keys]
-    order = _python_call(sorted, range(len(items)), key=values.__getitem__, reverse=backwards)
+    order = constant_call(sorted, range(len(items)), key=values.__getitem__, reverse=backwards)
     return ListVariable([items[i] for i in order])
-
-
-def _python_call(fn, *args, **kwargs):
-    """``fn`` run for real on constants: an error it raises is the user's program's, which
-    the frame raises when it runs as Python."""
-    try:
-        return fn(*args, **kwargs)
-    except Exception as err:  # noqa: BLE001 - the eager run raises the real error
-        raise unsupported(f"{fn.__name__}(...) raised {type(err).__name__}: {err}") from err
 
 
 @handles(list)
@@ -297,7 +291,7 @@ def _set(tx, iterable=None):
     from .dict_views import unordered_items
 
     items = unordered_items(tx, iterable) if iterable is not None else []
-    return SetVariable({i.as_python_constant() for i in items})
+    return SetVariable({hashable(i) for i in items})
 
 
 @handles(sum)
@@ -305,6 +299,8 @@ def _sum(tx, iterable, start=None):
     from ..operators import binary_op
 
     total = start if start is not None else ConstantVariable(0)
+    if start is not None and start.python_type() in (str, bytes, bytearray):
+        raise unsupported(f"sum() of {start.python_type().__name__} (TypeError: sum() can't sum them)")
     for item in iterable.unpack_var_sequence(tx):
         total = binary_op(tx, operator.add, total, item)
     return total
@@ -328,8 +324,8 @@ def _min_max(python_fn, torch_name):
         values = [i.as_python_constant() for i in items]
         # one iterable argument: its items as Python's one-argument form sees them (an
         # empty one raises there), else the arguments themselves
-        return wrap_constant_result(_python_call(python_fn, values) if len(args) == 1
-                                    else _python_call(python_fn, *values))
+        return wrap_constant_result(constant_call(python_fn, values) if len(args) == 1
+                                    else constant_call(python_fn, *values))
     return handler
 
 

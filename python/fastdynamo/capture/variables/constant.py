@@ -69,15 +69,22 @@ class PureFunctionVariable(CallableVariable):
                 v.is_python_constant() for v in kwargs.values()):
             const_args = [a.as_python_constant() for a in args]
             const_kwargs = {k: v.as_python_constant() for k, v in kwargs.items()}
-            try:
-                result = self.fn(*const_args, **const_kwargs)
-            except Exception as err:  # noqa: BLE001 - the real call raises: let Python raise it
-                raise unsupported(f"{_name(self.fn)}(...) raised {type(err).__name__}: {err}") from err
-            return wrap_constant_result(result)
+            return wrap_constant_result(constant_call(self.fn, *const_args, **const_kwargs))
         raise unsupported(f"{_name(self.fn)} called with non-constant arguments")
 
     def describe(self) -> str:
         return f"PureFunctionVariable({_name(self.fn)})"
+
+
+def constant_call(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)`` run for real on the Python values a trace holds. An exception
+    it raises is the user's program's (``max([])``, ``1 < "a"``, ``[1].index(2)``): the frame
+    raises it when it runs as Python, so it ends the graph with its reason instead of
+    surfacing as a compiler error."""
+    try:
+        return fn(*args, **kwargs)
+    except Exception as err:  # noqa: BLE001 - the eager run raises the real error
+        raise unsupported(f"{_name(fn)}(...) raised {type(err).__name__}: {err}") from err
 
 
 def wrap_constant_result(value: Any) -> VariableTracker:

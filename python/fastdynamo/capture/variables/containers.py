@@ -18,7 +18,7 @@ from typing import Any
 
 from ...exc import unsupported
 from .base import MethodCallVariable, VariableTracker
-from .constant import ConstantVariable
+from .constant import ConstantVariable, constant_call
 from .symbolic import SymbolicSlice, SymbolicValue
 
 
@@ -64,7 +64,7 @@ class BaseSequenceVariable(VariableTracker):
     def getitem(self, tx, index: VariableTracker) -> VariableTracker:
         key = index.as_python_constant()
         if isinstance(key, slice):
-            return self.clone_with(self.items[key])
+            return self.clone_with(constant_call(self.items.__getitem__, key))
         try:
             return self.items[key]
         except (IndexError, TypeError) as err:
@@ -78,7 +78,7 @@ class BaseSequenceVariable(VariableTracker):
 
         check_arity(self.python_type(), name, args, kwargs)
         if name == "index" and all(a.is_python_constant() for a in args):
-            return ConstantVariable(self.as_python_constant().index(*[a.as_python_constant() for a in args]))
+            return ConstantVariable(constant_call(self.as_python_constant().index, *[a.as_python_constant() for a in args]))
         if name == "count" and args[0].is_python_constant():
             return ConstantVariable(self.as_python_constant().count(args[0].as_python_constant()))
         if name == "__len__":
@@ -433,10 +433,20 @@ def dict_items(tx, value: VariableTracker) -> dict[Any, VariableTracker]:
     if hasattr(value, "mapping_items"):  # a dict subclass made by the frame
         return value.mapping_items(tx)
     pairs = {}
-    for pair in value.unpack_var_sequence(tx):
-        key, item = pair.unpack_var_sequence(tx)
-        pairs[key.as_python_constant()] = item
+    for number, pair in enumerate(value.unpack_var_sequence(tx)):
+        parts = pair.unpack_var_sequence(tx)
+        if len(parts) != 2:
+            raise unsupported(f"dictionary update sequence element #{number} has length {len(parts)} (ValueError)")
+        pairs[hashable(parts[0])] = parts[1]
     return pairs
+
+
+def hashable(key: VariableTracker) -> Any:
+    """The Python value of a dict key or set item; an unhashable one (a list) raises
+    TypeError in the user's program, run as Python."""
+    value = key.as_python_constant()
+    constant_call(hash, value)
+    return value
 
 
 class ConstantRange:
