@@ -4,7 +4,14 @@ from __future__ import annotations
 from ...bytecode import version
 from ...exc import unsupported
 from ..variables.constant import ConstantVariable
-from ..variables.containers import DictVariable, ListVariable, SetVariable, TupleVariable, dict_items, hashable
+from ..variables.containers import (
+    DictVariable,
+    ListVariable,
+    SetVariable,
+    TupleVariable,
+    dict_items,
+    hashable,
+)
 from ..variables.symbolic import SymbolicSlice, SymbolicValue
 from .operators import OperatorOpcodes
 
