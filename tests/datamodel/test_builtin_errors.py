@@ -38,3 +38,35 @@ CASES = [
 @pytest.mark.parametrize("fn, graphs", CASES, ids=[f"case{i}" for i in range(len(CASES))])
 def test_constant_builtins_raise_or_return_as_eager(fn, graphs):
     check(fn, torch.ones(2), graphs=graphs)
+
+
+def set_minus_list(x):
+    a = {1}
+    a -= [1]  # set.__isub__ takes sets only: TypeError (it returned the set)
+    return x + len(a)
+
+
+def set_minus_frozenset(x):
+    a = {1, 2}
+    a -= frozenset([1])
+    return x + len(a)
+
+
+def bad_format_spec(x):
+    return x + len(f"{1:q}")
+
+
+def bad_size_dimension(x):
+    return x + x.size(3)
+
+
+def unhashable_in_comprehensions(x):
+    return x + len({[v]: 1 for v in range(2)}) + len({[v] for v in range(2)})
+
+
+@pytest.mark.parametrize("fn, graphs", [
+    (set_minus_list, 0), (set_minus_frozenset, 1), (bad_format_spec, 0), (bad_size_dimension, 0),
+    (unhashable_in_comprehensions, 0),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_statements_raise_or_return_as_eager(fn, graphs):
+    check(fn, torch.ones(2), graphs=graphs)

@@ -81,6 +81,8 @@ def binary_op(tx, op: Callable, left: VariableTracker, right: VariableTracker) -
     if symbolic is not None:
         return symbolic
     if isinstance(left, SetVariable) and op in _INPLACE_SET_METHODS and right.is_python_constant():
+        if not issubclass(right.python_type(), (set, frozenset)):  # set.__isub__([1]): TypeError
+            raise unsupported(f"{op.__name__} of a set and a {right.python_type().__name__} (TypeError)")
         left.call_method(tx, _INPLACE_SET_METHODS[op], [right], {})  # in place, seen by aliases
         return left
     if left.is_python_constant() and right.is_python_constant() and not (

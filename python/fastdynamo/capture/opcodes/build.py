@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ...bytecode import version
 from ...exc import unsupported
-from ..variables.constant import ConstantVariable
+from ..variables.constant import ConstantVariable, constant_call
 from ..variables.containers import (
     DictVariable,
     ListVariable,
@@ -57,18 +57,18 @@ class BuildOpcodes:
         spec = self.pop().as_python_constant() if flags & version.FORMAT_VALUE_HAS_SPEC else ""
         value = self.pop().as_python_constant()
         convert = _CONVERSIONS[flags & version.FORMAT_VALUE_CONVERSION]
-        self.push(ConstantVariable(format(convert(value), spec)))
+        self.push(ConstantVariable(constant_call(format, constant_call(convert, value), spec)))
 
     # 3.13 splits FORMAT_VALUE in three.
     def CONVERT_VALUE(self, inst):
-        self.push(ConstantVariable(_CONVERSIONS[inst.arg](self.pop().as_python_constant())))
+        self.push(ConstantVariable(constant_call(_CONVERSIONS[inst.arg], self.pop().as_python_constant())))
 
     def FORMAT_SIMPLE(self, inst):
-        self.push(ConstantVariable(format(self.pop().as_python_constant())))
+        self.push(ConstantVariable(constant_call(format, self.pop().as_python_constant())))
 
     def FORMAT_WITH_SPEC(self, inst):
         spec = self.pop().as_python_constant()
-        self.push(ConstantVariable(format(self.pop().as_python_constant(), spec)))
+        self.push(ConstantVariable(constant_call(format, self.pop().as_python_constant(), spec)))
 
     def LIST_APPEND(self, inst):
         value = self.pop()
@@ -76,12 +76,12 @@ class BuildOpcodes:
 
     def SET_ADD(self, inst):
         value = self.pop()
-        self.stack[-inst.arg].items.add(value.as_python_constant())
+        self.stack[-inst.arg].items.add(hashable(value))
 
     def MAP_ADD(self, inst):
         value = self.pop()
         key = self.pop()
-        self.stack[-inst.arg].items[key.as_python_constant()] = value
+        self.stack[-inst.arg].items[hashable(key)] = value
 
     def LIST_EXTEND(self, inst):
         iterable = self.pop()
@@ -89,7 +89,7 @@ class BuildOpcodes:
 
     def SET_UPDATE(self, inst):
         iterable = self.pop()
-        self.stack[-inst.arg].items.update(v.as_python_constant() for v in iterable.unpack_var_sequence(self))
+        self.stack[-inst.arg].items.update(hashable(v) for v in iterable.unpack_var_sequence(self))
 
     def DICT_UPDATE(self, inst):
         update = self.pop()

@@ -113,8 +113,9 @@ class TensorMethodVariable(VariableTracker):
                 raise unsupported(f"Tensor.{self.name} with symbolic arguments")
             const_args = [a.as_python_constant() for a in args]
             const_kwargs = {k: v.as_python_constant() for k, v in kwargs.items()}
-            value = getattr(self.tensor.example, self.name)(*const_args, **const_kwargs)
-            from .constant import wrap_constant_result
+            from .constant import constant_call, wrap_constant_result
+
+            value = constant_call(getattr(self.tensor.example, self.name), *const_args, **const_kwargs)
 
             return wrap_constant_result(value)
         return _output(tx).record_call("call_method", self.name, [self.tensor, *args], kwargs)
