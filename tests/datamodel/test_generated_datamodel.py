@@ -121,6 +121,9 @@ STATEMENTS = [
     "a = a + callable(obj) + callable({c}) + hasattr(obj, 'n') + hasattr(obj, 'zz')",
     "a = a + getattr(lst, 'missing', {c}) + getattr(obj, 'n', 0)",
     "a = a + isinstance(obj, Obj) + isinstance(Sub(1), Obj) * {c}",
+    # sorting by key functions (called by the trace, effects included)
+    "order = sorted(d.items(), key=lambda kv: (-kv[1], kv[0]))\na = a * order[0][1] + len(order)",
+    "a = a + sorted(lst + [{c}], key=lambda v: log.append(v) or v % 3, reverse=True)[0]",
     # modules
     "a = CALL_OVERRIDE(a)",
     "a = SHADOW(a)",
