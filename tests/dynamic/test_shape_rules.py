@@ -680,6 +680,37 @@ def test_captures_are_the_same_with_and_without_rules(module: Callable, shapes: 
     assert with_rules == without_rules
 
 
+class _CacheKeptOn:
+    """``FakeTensorMode.cache_enabled`` that stays True whatever a trace sets."""
+
+    def __get__(self, mode: Any, owner: Any = None) -> bool:
+        return True
+
+    def __set__(self, mode: Any, value: bool) -> None:
+        pass
+
+
+def _cache_uses() -> int:
+    return FakeTensorMode.cache_hits + FakeTensorMode.cache_misses + sum(FakeTensorMode.cache_bypasses.values())
+
+
+def test_symbolic_traces_run_without_the_fake_tensor_cache(monkeypatch) -> None:
+    """The dispatch cache costs more than it saves with symbols (output_graph.py): off in a
+    symbolic trace, and the capture is the one the cache would have given."""
+    torch.manual_seed(0)
+    model = RmsRotary()
+    inputs = [torch.randn(2, 5, 16), torch.randn(3, 9, 16)]
+    before = _cache_uses()
+    without_cache = _capture(model, inputs, True, monkeypatch)
+    assert _cache_uses() == before
+    import fastdynamo
+    fastdynamo.reset()
+    monkeypatch.setattr(FakeTensorMode, "cache_enabled", _CacheKeptOn(), raising=False)
+    with_cache = _capture(model, inputs, True, monkeypatch)
+    assert _cache_uses() > before
+    assert with_cache == without_cache
+
+
 def _counting(rule: Callable, func: Any, used: list) -> Callable:
     def counted(mode: FakeTensorMode, args: tuple, kwargs: dict) -> Any:
         result = rule(mode, args, kwargs)

@@ -168,6 +168,12 @@ class OutputGraph:
             # mode makes symbols (what FakeTensorMode(shape_env=...) would have set).
             self.fake_mode.shape_env = self.shapes.env
             self.fake_mode.static_shapes = False
+            # With symbols the mode's dispatch cache costs more than it saves: a miss builds
+            # an entry and synthesises an output from it to check it, a hit synthesises one
+            # (empty_strided and set_ on symbolic sizes: SymNode arithmetic either way), and
+            # the ShapeEnv, with its cache, is new in every trace. Off, each op runs its
+            # meta path, as the cache's own fallback does (the same result and guards).
+            self.fake_mode.cache_enabled = False
         return self.shapes
 
     def _fake_input(self, tensor: torch.Tensor, source: Source) -> torch.Tensor:
