@@ -22,7 +22,7 @@ skip_packages: tuple[str, ...] = ("torch", "fastdynamo", "hypothesis", "_pytest"
 # A bug inside the compiler (anything but Unsupported) makes the frame run as Python and
 # is logged; the test suite turns this off so that such bugs fail loudly.
 fallback_on_internal_error: bool = True
-# With symbolic sizes, compute the results of a few common ops (pointwise activations,
-# batch/layer norm, addmm) without torch's Python decompositions (capture/shape_rules.py);
+# With symbolic sizes, compute the results of common ops (pointwise activations, batch/layer
+# norm, matmuls, cat, mean, views) without torch's Python decompositions (capture/shape_rules.py);
 # off: every op takes torch's meta path, as a static trace does.
 symbolic_shape_rules: bool = True

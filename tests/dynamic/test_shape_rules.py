@@ -6,6 +6,7 @@ sizes. Then whole captures with the rules on and off: same graph, same guards.""
 from __future__ import annotations
 
 import contextlib
+import sys
 from typing import Any, Callable
 
 import pytest
@@ -70,14 +71,15 @@ class _RuleMode(TorchDispatchMode):
         return result
 
 
-def _run(func: Any, specs: list[Spec], kwargs: dict, by_rule: bool) -> tuple[Any, list, TraceShapeEnv]:
+def _run(func: Any, specs: list[Spec], kwargs: dict, by_rule: bool,
+         target: Any = None) -> tuple[Any, list, TraceShapeEnv]:
     env = TraceShapeEnv()
     mode = FakeTensorMode(shape_env=env)
     args = _fake_args(mode, specs)
     with mode, enable_python_dispatcher():
         if not by_rule:
             return func(*args, **kwargs), args, env
-        rules = _RuleMode(mode, func)
+        rules = _RuleMode(mode, target or func)
         with rules:
             result = func(*args, **kwargs)
     return (None if rules.declined else result), args, env
@@ -99,9 +101,10 @@ def _state(env: TraceShapeEnv) -> tuple:
             {str(k): [str(r.expr) for r in v] for k, v in env.deferred_runtime_asserts.items()})
 
 
-def assert_rule_matches_torch(func: Any, specs: list[Spec], **kwargs: Any) -> None:
+def assert_rule_matches_torch(func: Any, specs: list[Spec], target: Any = None, **kwargs: Any) -> None:
+    """``target``: the op whose rule is tested, when ``func`` is a function that calls it."""
     expected, expected_args, expected_env = _run(func, specs, kwargs, by_rule=False)
-    actual, actual_args, actual_env = _run(func, specs, kwargs, by_rule=True)
+    actual, actual_args, actual_env = _run(func, specs, kwargs, by_rule=True, target=target)
     assert actual is not None, "the rule did not apply"
     assert _metadata(actual, actual_args) == _metadata(expected, expected_args)
     assert [a._version for a in actual_args if isinstance(a, torch.Tensor)] == \
@@ -109,12 +112,13 @@ def assert_rule_matches_torch(func: Any, specs: list[Spec], **kwargs: Any) -> No
     assert _state(actual_env) == _state(expected_env)
 
 
-def assert_rule_declines(func: Any, specs: list[Spec], **kwargs: Any) -> None:
-    """The rule leaves the op to torch (which may well raise: an invalid view)."""
+def assert_rule_declines(func: Any, specs: list[Spec], target: Any = None, **kwargs: Any) -> None:
+    """The rule leaves the op to torch (which may well raise: an invalid view); ``target``:
+    the op whose rule is tested, when ``func`` is a function that calls it."""
     mode = FakeTensorMode(shape_env=TraceShapeEnv())
     args = _fake_args(mode, specs)
-    rules = _RuleMode(mode, func)
-    with mode, enable_python_dispatcher(), rules, contextlib.suppress(RuntimeError, ValueError):
+    rules = _RuleMode(mode, target or func)
+    with mode, enable_python_dispatcher(), rules, contextlib.suppress(RuntimeError, ValueError, IndexError):
         func(*args, **kwargs)
     assert rules.declined
 
@@ -123,7 +127,7 @@ def assert_rule_declines(func: Any, specs: list[Spec], **kwargs: Any) -> None:
 # scale), two symbolic dims, and no symbolic dim at all (a parameter in a symbolic trace).
 SHAPES = [((4, 16, 8, 8), (0,)), ((4, 16, 1, 1), (0,)), ((3, 5), (0, 1)), ((4, 16, 8, 8), ()),
           ((2, 7, 32), (1,))]
-UNARY = ["relu", "hardswish", "hardsigmoid", "silu", "sigmoid", "tanh", "gelu"]
+UNARY = ["relu", "hardswish", "hardsigmoid", "silu", "sigmoid", "tanh", "gelu", "neg", "rsqrt", "cos", "sin"]
 
 
 @pytest.mark.parametrize("name", UNARY)
@@ -323,6 +327,268 @@ def test_binary_declines_what_it_cannot_prove(specs: list) -> None:
     assert_rule_declines(aten.mul.Tensor, specs)
 
 
+@pytest.mark.parametrize("exponent", [2, 3, -1, 0.5, 2.0])
+@pytest.mark.parametrize("shape,dims", SHAPES)
+def test_pow_scalar_matches_torch(exponent: float, shape: tuple, dims: tuple) -> None:
+    assert_rule_matches_torch(aten.pow.Tensor_Scalar, [Spec(torch.randn(shape), dims), Spec(exponent)])
+
+
+@pytest.mark.parametrize("specs", [
+    [Spec(torch.randn(4, 8), (0,)), Spec(2j)],    # a complex result
+    [Spec(torch.randn(4, 8), (0,)), Spec(True)],
+    [Spec(torch.randn(8, 4).t(), (0,)), Spec(2)],  # transposed
+    [Spec(torch.randint(0, 5, (4, 8)), (0,)), Spec(2)],
+])
+def test_pow_scalar_declines_what_it_cannot_prove(specs: list) -> None:
+    assert_rule_declines(aten.pow.Tensor_Scalar, specs)
+
+
+@pytest.mark.parametrize("shape,dims,reduced", [
+    ((2, 7, 32), (1,), [-1]),        # rms norm's variance
+    ((2, 7, 32), (1,), [1]),         # over the symbolic dim
+    ((2, 7, 32), (0, 1), [0, 2]),
+    ((4, 16, 8, 8), (0,), [2, 3]),   # global pooling
+    ((4, 16, 8, 8), (0, 2, 3), [-1, -2]),
+    ((2, 7, 32), (), [2]),
+])
+@pytest.mark.parametrize("keepdim", [True, False])
+def test_mean_dim_matches_torch(shape: tuple, dims: tuple, reduced: list, keepdim: bool) -> None:
+    assert_rule_matches_torch(aten.mean.dim, [Spec(torch.randn(shape), dims), Spec(reduced), Spec(keepdim)])
+
+
+def test_mean_dim_with_keepdim_by_name_matches_torch() -> None:
+    assert_rule_matches_torch(aten.mean.dim, [Spec(torch.randn(2, 7, 32), (1,)), Spec([-1])], keepdim=True)
+    assert_rule_matches_torch(aten.mean.dim, [Spec(torch.randn(2, 7, 32), (1,)), Spec([-1])])
+
+
+@pytest.mark.parametrize("specs,kwargs", [
+    ([Spec(torch.randn(8, 4).t(), (0,)), Spec([-1]), Spec(True)], {}),  # transposed
+    ([Spec(torch.randn(4, 8), (0,)), Spec([-1]), Spec(True)], {"dtype": torch.float64}),
+    ([Spec(torch.randn(4, 8), (0,)), Spec([1, -1]), Spec(True)], {}),    # a dim twice: torch's error
+    ([Spec(torch.randn(4, 8), (0,)), Spec([]), Spec(True)], {}),         # every dim
+    ([Spec(torch.randn(4, 8, dtype=torch.float16), (0,)), Spec([-1]), Spec(True)], {}),
+])
+def test_mean_dim_declines_what_it_cannot_prove(specs: list, kwargs: dict) -> None:
+    assert_rule_declines(aten.mean.dim, specs, **kwargs)
+
+
+@pytest.mark.parametrize("a,dims,b", [
+    (torch.randn(6, 16), (0,), torch.randn(32, 16).t()),  # linear's weight, transposed
+    (torch.randn(6, 16), (0,), torch.randn(16, 32)),
+    (torch.randn(6, 16), (), torch.randn(16, 32)),
+    (torch.randn(16, 6).t(), (0,), torch.randn(16, 32)),
+])
+def test_mm_matches_torch(a: torch.Tensor, dims: tuple, b: torch.Tensor) -> None:
+    assert_rule_matches_torch(aten.mm.default, [Spec(a, dims), Spec(b)])
+
+
+def test_mm_declines_a_symbolic_inner_dim() -> None:
+    assert_rule_declines(aten.mm.default, [Spec(torch.randn(6, 16), (1,)), Spec(torch.randn(16, 32))])
+
+
+def _tensors(x: torch.Tensor, dims: tuple, make: Callable) -> Spec:
+    """A list of FakeTensors made from one input (so that they share its symbols)."""
+    return Spec(x, dims, make)
+
+
+CAT_CASES = [
+    (_tensors(torch.randn(1, 7, 8), (1,), lambda t: [t, t.exp()]), -1),    # rotary's (freqs, freqs)
+    (_tensors(torch.randn(1, 7, 8), (1,), lambda t: [t, t.exp()]), 1),     # along the symbolic dim
+    (_tensors(torch.randn(2, 7, 8), (0, 1), lambda t: [t, t.exp(), t.cos()]), 0),
+    (_tensors(torch.randn(2, 7, 2, 16), (1,), lambda t: [torch.empty(0), t.transpose(1, 2)]), -2),  # key cache
+    (_tensors(torch.randn(2, 7, 2, 16), (1,), lambda t: [t.transpose(1, 2), torch.empty(0)]), -2),
+    (_tensors(torch.randn(2, 7, 2, 16), (1,),                                # rotate_half
+              lambda t: [t.transpose(1, 2)[..., 8:].neg(), t.transpose(1, 2)[..., :8]]), -1),
+    (_tensors(torch.randn(2, 3, 4, 4), (0,), lambda t: [t, t.exp()]), 1),   # channels of images
+    (_tensors(torch.randn(2, 3, 4, 4), (0, 2, 3), lambda t: [t.permute(0, 2, 3, 1), t.permute(0, 2, 3, 1)]), 1),
+    (_tensors(torch.randn(7), (0,), lambda t: [t, torch.ones(5)]), 0),
+    (_tensors(torch.randn(2, 7, 8), (1,), lambda t: [t[:, :1], t]), 1),     # a slice of the symbolic dim
+    (_tensors(torch.randn(4, 5), (), lambda t: [t, torch.ones(3, 5)]), 0),
+]
+
+
+@pytest.mark.parametrize("tensors,dim", CAT_CASES)
+def test_cat_matches_torch(tensors: Spec, dim: int) -> None:
+    assert_rule_matches_torch(aten.cat.default, [tensors, Spec(dim)])
+
+
+@pytest.mark.parametrize("tensors,dim", [
+    (_tensors(torch.randn(2, 7, 8), (1,), lambda t: [t, t.double()]), 0),      # type promotion
+    (_tensors(torch.randn(2, 7, 8), (1,), lambda t: [t, torch.ones(5)]), 0),   # torch's error
+    (_tensors(torch.randn(2, 3, 4, 4), (0,), lambda t: [t.contiguous(memory_format=torch.channels_last)] * 2), 1),
+    (_tensors(torch.randn(2, 0, 8), (0,), lambda t: [t, t]), 0),               # empty
+])
+def test_cat_declines_what_it_cannot_prove(tensors: Spec, dim: int) -> None:
+    assert_rule_declines(aten.cat.default, [tensors, Spec(dim)])
+
+
+def test_cat_declines_symbols_that_must_be_equal() -> None:
+    """s0 against s1 in a dim that is not concatenated: equal only by a guard."""
+    assert_rule_declines(lambda a, b, dim: aten.cat.default([a, b], dim),
+                         [Spec(torch.randn(2, 7, 8), (1,)), Spec(torch.randn(2, 5, 8), (1,)), Spec(-1)],
+                         target=aten.cat.default)
+
+
+@pytest.mark.parametrize("x,dims,bounds", [
+    (torch.randn(2, 7, 2, 16).transpose(1, 2), (2,), (3, 0, 8)),      # rotate_half's halves
+    (torch.randn(2, 7, 2, 16).transpose(1, 2), (2,), (3, 8, sys.maxsize)),
+    (torch.randn(2, 7, 2, 16).transpose(1, 2), (2,), (-1, -12, 100)),
+    (torch.randn(2, 7, 32), (1,), (1, 0, sys.maxsize)),                 # the whole of a symbolic dim
+    (torch.randn(2, 7, 32), (1,), (1, None, None)),
+    (torch.randn(2, 7, 32), (1,), (1,)),
+    (torch.randn(2, 7, 32), (1,), (0, 1)),                              # a symbolic offset
+    (torch.randn(2, 7, 32), (1,), (0, 0, 1)),                           # 0 * a symbolic stride
+    (torch.randn(2, 7, 32), (1,), (2, 1, 30, 3)),                       # a step
+    (torch.randn(2, 7, 96), (1,), (2, 32, 64)),
+    (torch.randn(7, 96)[:, 32:], (0,), (1, 16, 48)),                   # a slice of a slice
+])
+def test_slice_matches_torch(x: torch.Tensor, dims: tuple, bounds: tuple) -> None:
+    assert_rule_matches_torch(aten.slice.Tensor, [Spec(x, dims), *[Spec(b) for b in bounds]])
+
+
+@pytest.mark.parametrize("dims,bounds", [
+    ((1,), (1, 0, 4)),       # part of a symbolic dim: torch compares with its size
+    ((1,), (1, 1, sys.maxsize)),
+    ((), (2, 5, 3)),         # empty
+    ((), (2, 0, 8, 0)),      # step 0: torch's error
+])
+def test_slice_declines_what_it_cannot_prove(dims: tuple, bounds: tuple) -> None:
+    assert_rule_declines(aten.slice.Tensor, [Spec(torch.randn(2, 7, 32), dims), *[Spec(b) for b in bounds]])
+
+
+@pytest.mark.parametrize("x,dims,dim,index", [
+    (torch.randn(8, 7, 32).transpose(0, 1), (0,), 1, -1),   # an RNN's last step (batch first)
+    (torch.randn(8, 7, 32).transpose(0, 1), (0,), 1, 0),
+    (torch.randn(8, 7, 32).transpose(0, 1), (0,), 1, 3),
+    (torch.randn(2, 7, 32), (1,), 0, 1),                    # a symbolic stride
+    (torch.randn(2, 7, 32), (1,), -1, 5),
+    (torch.randn(2, 7, 32), (), 2, -32),
+])
+def test_select_matches_torch(x: torch.Tensor, dims: tuple, dim: int, index: int) -> None:
+    assert_rule_matches_torch(aten.select.int, [Spec(x, dims), Spec(dim), Spec(index)])
+
+
+@pytest.mark.parametrize("dims,dim,index", [((1,), 1, 2), ((), 0, 2), ((), 0, -3)])
+def test_select_declines_what_it_cannot_prove(dims: tuple, dim: int, index: int) -> None:
+    """A symbolic dim (torch compares the index with it), an index out of range."""
+    assert_rule_declines(aten.select.int, [Spec(torch.randn(2, 7, 32), dims), Spec(dim), Spec(index)])
+
+
+@pytest.mark.parametrize("x,dims,dim", [
+    (torch.randn(1, 7, 32), (1,), 0),   # an LSTM's hidden state
+    (torch.randn(7, 1, 32), (0,), -2),
+    (torch.randn(7, 32, 1), (0, 1), 2),
+    (torch.randn(1, 7, 32).transpose(1, 2), (2,), 0),
+])
+def test_squeeze_dim_matches_torch(x: torch.Tensor, dims: tuple, dim: int) -> None:
+    assert_rule_matches_torch(aten.squeeze.dim, [Spec(x, dims), Spec(dim)])
+
+
+@pytest.mark.parametrize("dims,dim", [((1,), 1), ((), 2)])
+def test_squeeze_dim_declines_a_dim_not_of_size_one(dims: tuple, dim: int) -> None:
+    assert_rule_declines(aten.squeeze.dim, [Spec(torch.randn(1, 7, 32), dims), Spec(dim)])
+
+
+@pytest.mark.parametrize("x,dims,dim", [
+    (torch.randn(1, 7, 32), (1,), 0),   # an LSTM's initial state, one layer
+    (torch.randn(3, 7, 32), (1,), 0),
+    (torch.randn(3, 7, 4), (1,), -1),
+    (torch.randn(7, 3, 4).transpose(0, 1), (1,), 0),
+    (torch.randn(3, 4), (), 1),
+])
+def test_unbind_matches_torch(x: torch.Tensor, dims: tuple, dim: int) -> None:
+    assert_rule_matches_torch(aten.unbind.int, [Spec(x, dims), Spec(dim)])
+
+
+def test_unbind_declines_a_symbolic_dim() -> None:
+    assert_rule_declines(aten.unbind.int, [Spec(torch.randn(3, 7, 4), (1,)), Spec(1)])
+
+
+@pytest.mark.parametrize("tensors,dim", [
+    (_tensors(torch.randn(7, 32), (0,), lambda t: [t]), 0),              # an LSTM's final states
+    (_tensors(torch.randn(7, 32), (0,), lambda t: [t, t.exp()]), 0),
+    (_tensors(torch.randn(7, 32), (0,), lambda t: [t, t.exp()]), 1),
+    (_tensors(torch.randn(7, 32), (0,), lambda t: [t, t.exp(), t]), -1),  # a new last dim
+    (_tensors(torch.randn(7), (0,), lambda t: [t, t]), 0),
+    (_tensors(torch.randn(3, 4), (), lambda t: [t, t]), 1),
+])
+def test_stack_matches_torch(tensors: Spec, dim: int) -> None:
+    assert_rule_matches_torch(aten.stack.default, [tensors, Spec(dim)])
+
+
+@pytest.mark.parametrize("tensors,dim", [
+    (_tensors(torch.randn(2, 7, 4), (1,), lambda t: [t, t]), 0),               # 4-d: a memory format
+    (_tensors(torch.randn(2, 7), (1,), lambda t: [t, t.double()]), 0),
+    (_tensors(torch.randn(2, 7), (1,), lambda t: [t, t.t()]), 0),               # torch's error
+])
+def test_stack_declines_what_it_cannot_prove(tensors: Spec, dim: int) -> None:
+    assert_rule_declines(aten.stack.default, [tensors, Spec(dim)])
+
+
+def test_stack_declines_symbols_that_must_be_equal() -> None:
+    assert_rule_declines(lambda a, b: aten.stack.default([a, b]),
+                         [Spec(torch.randn(2, 7), (1,)), Spec(torch.randn(2, 5), (1,))], target=aten.stack.default)
+
+
+CPU = {"device": torch.device("cpu"), "pin_memory": False}
+
+
+@pytest.mark.parametrize("sizes", [_sizes(1, (0, 0), 32), _sizes((0, 0), (0, 1)), _sizes(3, 4), _sizes((0, 1))])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_zeros_matches_torch(sizes: Spec, dtype: torch.dtype) -> None:
+    assert_rule_matches_torch(lambda x, shape, **kwargs: aten.zeros.default(shape, **kwargs),
+                              [Spec(torch.randn(7, 5), (0, 1)), sizes], target=aten.zeros.default, dtype=dtype, **CPU)
+
+
+@pytest.mark.parametrize("kwargs", [{"dtype": torch.int64, **CPU}, {"dtype": torch.float32}, {**CPU},
+                                    {"dtype": torch.float32, "device": torch.device("cpu"), "pin_memory": True},
+                                    {"dtype": torch.float32, "layout": torch.sparse_coo, **CPU}])
+def test_zeros_declines_what_it_cannot_prove(kwargs: dict) -> None:
+    assert_rule_declines(lambda x, shape, **kw: aten.zeros.default(shape, **kw),
+                         [Spec(torch.randn(7, 5), (0,)), _sizes((0, 0), 3)], target=aten.zeros.default, **kwargs)
+
+
+def test_zeros_declines_a_size_that_may_be_zero() -> None:
+    assert_rule_declines(lambda x, shape, **kw: aten.zeros.default(shape, **kw),
+                         [Spec(torch.randn(7, 5), (0,)), _sizes((0, 0), 0)], target=aten.zeros.default,
+                         dtype=torch.float32, **CPU)
+
+
+@pytest.mark.parametrize("x,dims,kwargs", [
+    (torch.randn(8, 7, 16).transpose(0, 1), (0,), {"memory_format": torch.contiguous_format}),  # lstm's input
+    (torch.randn(2, 7, 16), (1,), {"memory_format": torch.contiguous_format}),
+    (torch.randn(2, 7, 16), (1,), {}),
+    (torch.randn(2, 7, 16), (1,), {"memory_format": torch.preserve_format}),
+    (torch.randint(0, 5, (2, 7)), (1,), {}),
+])
+def test_clone_matches_torch(x: torch.Tensor, dims: tuple, kwargs: dict) -> None:
+    assert_rule_matches_torch(aten.clone.default, [Spec(x, dims)], **kwargs)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"memory_format": torch.channels_last}])
+def test_clone_declines_what_it_cannot_prove(kwargs: dict) -> None:
+    """A transposed input keeps its layout (torch's choice of strides), channels last."""
+    assert_rule_declines(aten.clone.default, [Spec(torch.randn(4, 3, 5, 5).transpose(0, 1), (1,))], **kwargs)
+
+
+def _lstm_layer_args(batch_first: bool, dtype: torch.dtype = torch.float32) -> list[Spec]:
+    shape = (3, 8, 16) if batch_first else (8, 3, 16)
+    symbolic = (0,) if batch_first else (1,)
+    state = Spec(lambda args: args[0].new_zeros(1, args[0].shape[symbolic[0]], 32, dtype=dtype))
+    return [Spec(torch.randn(shape), symbolic), Spec(torch.randn(128, 16)), Spec(torch.randn(128, 32)),
+            Spec(torch.randn(128)), Spec(torch.randn(128)), state, state, Spec(False), Spec([]), Spec(2),
+            Spec(32), Spec(1), Spec(True), Spec(False), Spec(batch_first), Spec(False)]
+
+
+@pytest.mark.parametrize("batch_first", [True, False])
+def test_mkldnn_rnn_layer_matches_torch(batch_first: bool) -> None:
+    assert_rule_matches_torch(aten.mkldnn_rnn_layer.default, _lstm_layer_args(batch_first))
+
+
+def test_mkldnn_rnn_layer_declines_states_of_another_dtype() -> None:
+    assert_rule_declines(aten.mkldnn_rnn_layer.default, _lstm_layer_args(True, dtype=torch.float64))
+
+
 def test_rules_do_not_apply_outside_fake_mode() -> None:
     assert shape_rules.run_rule(aten.relu.default, (torch.ones(3),), {}, FakeTensorMode()) is None
 
@@ -353,6 +619,35 @@ class Mlp(torch.nn.Module):
         return self.down(torch.nn.functional.gelu(h).relu().tanh()).reshape(x.shape)
 
 
+class RmsRotary(torch.nn.Module):
+    """An RMS norm, a projection without bias and a rotary embedding (llama's shapes)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.rand(16) + 0.5)
+        self.proj = torch.nn.Linear(16, 16, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        variance = x.pow(2).mean(-1, keepdim=True)
+        q = self.proj(self.weight * (x * torch.rsqrt(variance + 1e-6)))
+        rotated = torch.cat((-q[..., 8:], q[..., :8]), dim=-1)
+        angles = torch.arange(x.shape[1]).float()[:, None] * torch.linspace(0.1, 1.0, 16)
+        return q * torch.cat((angles.cos(), angles.cos())[:1], dim=0) + rotated * angles.sin()
+
+
+class LastStep(torch.nn.Module):
+    """An LSTM's output at the last step (tests/models' lstm)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lstm = torch.nn.LSTM(16, 32, batch_first=True)
+        self.head = torch.nn.Linear(32, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out, _ = self.lstm(x)
+        return self.head(out[:, -1])
+
+
 def _capture(module: torch.nn.Module, inputs: list[torch.Tensor], rules: bool, monkeypatch) -> tuple:
     monkeypatch.setattr(config, "symbolic_shape_rules", rules)
     fn, recorder = compiled(module.eval(), dynamic=True)
@@ -365,7 +660,9 @@ def _capture(module: torch.nn.Module, inputs: list[torch.Tensor], rules: bool, m
 
 
 @pytest.mark.parametrize("module,shapes", [(ConvBlock, [(2, 3, 8, 8), (5, 3, 6, 7)]),
-                                           (Mlp, [(2, 5, 16), (3, 9, 16)])])
+                                           (Mlp, [(2, 5, 16), (3, 9, 16)]),
+                                           (RmsRotary, [(2, 5, 16), (3, 9, 16)]),
+                                           (LastStep, [(2, 8, 16), (5, 8, 16)])])
 def test_captures_are_the_same_with_and_without_rules(module: Callable, shapes: list, monkeypatch) -> None:
     torch.manual_seed(0)
     model = module()
@@ -381,6 +678,37 @@ def test_captures_are_the_same_with_and_without_rules(module: Callable, shapes: 
     without_rules = _capture(model, inputs, False, monkeypatch)
     assert not used
     assert with_rules == without_rules
+
+
+class _CacheKeptOn:
+    """``FakeTensorMode.cache_enabled`` that stays True whatever a trace sets."""
+
+    def __get__(self, mode: Any, owner: Any = None) -> bool:
+        return True
+
+    def __set__(self, mode: Any, value: bool) -> None:
+        pass
+
+
+def _cache_uses() -> int:
+    return FakeTensorMode.cache_hits + FakeTensorMode.cache_misses + sum(FakeTensorMode.cache_bypasses.values())
+
+
+def test_symbolic_traces_run_without_the_fake_tensor_cache(monkeypatch) -> None:
+    """The dispatch cache costs more than it saves with symbols (output_graph.py): off in a
+    symbolic trace, and the capture is the one the cache would have given."""
+    torch.manual_seed(0)
+    model = RmsRotary()
+    inputs = [torch.randn(2, 5, 16), torch.randn(3, 9, 16)]
+    before = _cache_uses()
+    without_cache = _capture(model, inputs, True, monkeypatch)
+    assert _cache_uses() == before
+    import fastdynamo
+    fastdynamo.reset()
+    monkeypatch.setattr(FakeTensorMode, "cache_enabled", _CacheKeptOn(), raising=False)
+    with_cache = _capture(model, inputs, True, monkeypatch)
+    assert _cache_uses() > before
+    assert with_cache == without_cache
 
 
 def _counting(rule: Callable, func: Any, used: list) -> Callable:

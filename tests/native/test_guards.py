@@ -172,3 +172,16 @@ def test_guard_text_matches_native_reason_format():
     assert g.Guard(A, g.equals(4)).text() == "a == 4"
     assert g.Guard(AttrSource(A, "w"), g.len_is(2)).text() == "len(a.w) == 2"
     assert "size=(4, ?)" in g.Guard(A, g.tensor_match(torch.zeros(4, 2), sizes=(4, None))).text()
+
+
+def test_a_source_hashes_as_its_fields_computed_once() -> None:
+    """Sources key dicts all through a trace: the dataclass hash (of the field tuple),
+    kept after the first call; equal sources still find each other."""
+    base = LocalSource(0, "self")
+    source = AttrSource(ItemSource(AttrSource(base, "layers"), 0), "weight")
+    assert "_hash" not in source.__dict__
+    assert hash(source) == hash((ItemSource(AttrSource(base, "layers"), 0), "weight"))
+    assert source.__dict__["_hash"] == hash(source)
+    again = AttrSource(ItemSource(AttrSource(LocalSource(0, "self"), "layers"), 0), "weight")
+    assert {source: 1}[again] == 1 and again == source
+    assert AttrSource(base, "bias") != AttrSource(base, "weight")

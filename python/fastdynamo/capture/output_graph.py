@@ -16,6 +16,7 @@ tensor data (``nonzero``, ``bool(t)``) fail under FakeTensorMode and become
 from __future__ import annotations
 
 import contextlib
+import functools
 import operator
 import re
 from dataclasses import dataclass
@@ -168,6 +169,12 @@ class OutputGraph:
             # mode makes symbols (what FakeTensorMode(shape_env=...) would have set).
             self.fake_mode.shape_env = self.shapes.env
             self.fake_mode.static_shapes = False
+            # With symbols the mode's dispatch cache costs more than it saves: a miss builds
+            # an entry and synthesises an output from it to check it, a hit synthesises one
+            # (empty_strided and set_ on symbolic sizes: SymNode arithmetic either way), and
+            # the ShapeEnv, with its cache, is new in every trace. Off, each op runs its
+            # meta path, as the cache's own fallback does (the same result and guards).
+            self.fake_mode.cache_enabled = False
         return self.shapes
 
     def _fake_input(self, tensor: torch.Tensor, source: Source) -> torch.Tensor:
@@ -344,6 +351,8 @@ def _layout(tensor: torch.Tensor) -> tuple:
             tensor.requires_grad, tensor.grad_fn is None)
 
 
+_DEVICE = torch.ops.prim.device.default
+
 # ATen ops that write their running statistics without saying so in their schema.
 _BATCH_NORMS = frozenset({"native_batch_norm", "_native_batch_norm_legit", "batch_norm",
                           "cudnn_batch_norm", "miopen_batch_norm", "_batch_norm_impl_index"})
@@ -361,6 +370,8 @@ class _AtenEffects(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if func is _DEVICE:  # a metadata query the dispatcher makes (~150 a llama trace)
+            return func(*args, **kwargs)
         if torch.Tag.nondeterministic_seeded in func.tags:
             self.output.draws_random = True
         for written in self._written(func, args, kwargs):
@@ -374,13 +385,19 @@ class _AtenEffects(TorchDispatchMode):
 
     @staticmethod
     def _written(func, args, kwargs) -> list:
-        schema = func._schema.arguments
-        values = list(args) + [kwargs.get(a.name) for a in schema[len(args):]]
-        pairs = list(zip(schema, values, strict=True))
-        written = [v for a, v in pairs if a.alias_info is not None and a.alias_info.is_write]
-        if func._schema.name.split("::")[-1] in _BATCH_NORMS:
-            written += [v for a, v in pairs if a.name in ("running_mean", "running_var")]
+        written = [args[i] if i < len(args) else kwargs.get(name) for i, name in _written_arguments(func)]
         return [w for v in written for w in (v if isinstance(v, (list, tuple)) else [v])]
+
+
+@functools.cache
+def _written_arguments(func: Any) -> tuple[tuple[int, str], ...]:
+    """(position, name) of the arguments ``func`` writes: ``Tensor(a!)`` in its schema, then
+    batch norm's running statistics (computed once an op: the schema does not change)."""
+    schema = func._schema.arguments
+    written = [(i, a.name) for i, a in enumerate(schema) if a.alias_info is not None and a.alias_info.is_write]
+    if func._schema.name.split("::")[-1] in _BATCH_NORMS:
+        written += [(i, a.name) for i, a in enumerate(schema) if a.name in ("running_mean", "running_var")]
+    return tuple(written)
 
 
 def _contains_tensor(value: Any) -> bool:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass
-from typing import Any, Hashable
+from typing import Any, Callable, Hashable, TypeVar
 
 
 class Source:
@@ -33,6 +33,28 @@ class Source:
         return self.name()
 
 
+_Class = TypeVar("_Class", bound=type)
+
+
+def _hashed_once(cls: _Class) -> _Class:
+    """A frozen dataclass whose hash is computed once: the generated ``__hash__`` hashes
+    every field on each call, so a chain ``self.layers[0].attn.q.weight`` was hashed whole
+    each time it keyed a dict (guards, side effects, inputs: thousands a trace)."""
+    fields_hash: Callable[[Any], int] = cls.__dict__["__hash__"]
+
+    def __hash__(self: Any) -> int:
+        try:
+            return self.__dict__["_hash"]
+        except KeyError:
+            value = fields_hash(self)
+            object.__setattr__(self, "_hash", value)
+            return value
+
+    cls.__hash__ = __hash__  # type: ignore[assignment]
+    return cls
+
+
+@_hashed_once
 @dataclass(frozen=True)
 class LocalSource(Source):
     """A frame local, by its index in ``co_varnames + co_cellvars + co_freevars`` order
@@ -48,6 +70,7 @@ class LocalSource(Source):
         return ("local", self.index, self.local_name)
 
 
+@_hashed_once
 @dataclass(frozen=True)
 class GlobalSource(Source):
     """A name in the frame's globals dict."""
@@ -61,6 +84,7 @@ class GlobalSource(Source):
         return ("global", self.global_name)
 
 
+@_hashed_once
 @dataclass(frozen=True)
 class BuiltinSource(Source):
     """A name in the frame's builtins dict, read as ``LOAD_GLOBAL`` reads it: a global
@@ -75,6 +99,7 @@ class BuiltinSource(Source):
         return ("builtin", self.builtin_name)
 
 
+@_hashed_once
 @dataclass(frozen=True)
 class ClosureSource(Source):
     """The contents of a cell of the function's ``__closure__``, by index in
@@ -90,6 +115,7 @@ class ClosureSource(Source):
         return ("closure", self.index, self.free_name)
 
 
+@_hashed_once
 @dataclass(frozen=True)
 class AttrSource(Source):
     """``base.attr``."""
@@ -104,6 +130,7 @@ class AttrSource(Source):
         return ("attr", self.base.spec(), self.attr)
 
 
+@_hashed_once
 @dataclass(frozen=True)
 class GenericAttrSource(Source):
     """``object.__getattribute__(base, attr)``: the generic lookup (data descriptor,
@@ -120,6 +147,7 @@ class GenericAttrSource(Source):
         return ("generic_attr", self.base.spec(), self.attr)
 
 
+@_hashed_once
 @dataclass(frozen=True)
 class ItemSource(Source):
     """``base[key]`` for a constant, hashable key (int, str, ...)."""
@@ -134,6 +162,7 @@ class ItemSource(Source):
         return ("item", self.base.spec(), self.key)
 
 
+@_hashed_once
 @dataclass(frozen=True)
 class TypeSource(Source):
     """``type(base)``."""
@@ -147,6 +176,7 @@ class TypeSource(Source):
         return ("type", self.base.spec())
 
 
+@_hashed_once
 @dataclass(frozen=True)
 class WeakRefCallSource(Source):
     """``base()`` where ``base`` is exactly a ``weakref.ref``: its referent, or None once
@@ -162,6 +192,7 @@ class WeakRefCallSource(Source):
         return ("weakref_call", self.base.spec())
 
 
+@_hashed_once
 @dataclass(frozen=True)
 class DictItemsSource(Source):
     """The own items of ``base``, a ``dict`` subclass instance, as a new plain dict in
