@@ -195,6 +195,7 @@ impl Dispatcher {
         Ok(dispatcher)
     }
 
+    #[inline]
     fn dispatch<'py>(
         &self,
         py: Python<'py>,
@@ -243,6 +244,7 @@ impl Dispatcher {
     }
 
     /// A cache hit served without the function's frame, or None for the normal path.
+    #[inline]
     fn call_compiled<'py>(
         &self,
         function: &Bound<'py, PyFunction>,
@@ -251,9 +253,9 @@ impl Dispatcher {
         kwnames: Option<Borrowed<'_, 'py, PyTuple>>,
     ) -> Option<PyResult<Bound<'py, PyAny>>> {
         let py = function.py();
-        if callback::suspended() {
-            return None; // inside the runtime's own Python: the frame runs as Python
-        }
+        // Inside the runtime's own Python the frame runs as Python; otherwise the thread
+        // stays suspended until the guards have run (they may run the runtime's Python).
+        let suspended = callback::suspend_unless_suspended()?;
         if hook::thread_is_tracing(py) {
             return None; // a debugger or coverage: the hook runs the frame as Python
         }
@@ -289,11 +291,13 @@ impl Dispatcher {
         };
         let globals = function_ref.globals()?;
         let input = GuardInput::from_arguments(function.as_any().as_borrowed(), slots, globals, cache.builtins.bind_borrowed(py), function_ref.closure());
-        let entry = crate::eval_frame::lookup(state, &input)?;
+        let entry = crate::eval_frame::lookup_suspended(state, &input, &suspended)?;
+        drop(suspended); // the graph or the transformed code runs as the frame would
         Some(self.run_entry(&entry, &input))
     }
 
     /// Runs a hit: the graph directly when the entry allows, else its transformed code.
+    #[inline]
     fn run_entry<'py>(&self, entry: &Bound<'py, CacheEntry>, input: &GuardInput<'_, 'py>) -> PyResult<Bound<'py, PyAny>> {
         let py = input.py();
         if let Some(direct) = entry.get().direct_call(py) {
