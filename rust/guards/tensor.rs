@@ -154,7 +154,10 @@ impl TensorCheck {
 
     /// Compares the metadata in place. None when it cannot decide (no verified layout,
     /// or more dims than the verified layout covers): the caller then uses the slow path.
-    #[inline]
+    /// Always inlined into the guard set's loop over argument tensors: a call per tensor
+    /// cost ~20 instructions of the ~45 the check takes (callgrind).
+    #[allow(clippy::inline_always)]
+    #[inline(always)]
     fn fast_match(&self, value: &Bound<'_, PyAny>) -> Option<bool> {
         let raw = self.raw.as_ref()?;
         let Ok(imp) = raw.reader.impl_of(value) else { return Some(false) }; // another type

@@ -60,9 +60,15 @@ impl VersionedRoots {
         shadow: Option<Borrowed<'_, '_, PyAny>>,
         run: impl Fn(usize) -> bool,
     ) -> bool {
-        if self.roots.is_empty() {
-            return true;
-        }
+        self.roots.is_empty() || self.pass_roots(dict, shadow, run)
+    }
+
+    fn pass_roots(
+        &self,
+        dict: Borrowed<'_, '_, PyAny>,
+        shadow: Option<Borrowed<'_, '_, PyAny>>,
+        run: impl Fn(usize) -> bool,
+    ) -> bool {
         let address = dict.as_ptr() as usize;
         let version = dict::version(dict);
         let (shadow_address, shadow_version) = match shadow {
