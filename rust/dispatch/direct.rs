@@ -140,15 +140,23 @@ impl DirectCall {
         self.grad_mode
     }
 
-    /// Reads the graph inputs, calls the graph and picks the frame's result.
-    #[inline]
+    /// Reads the graph inputs, calls the graph and picks the frame's result. The common
+    /// case (the inputs are the call's leading slots) is inlined into the dispatch.
+    #[allow(clippy::inline_always)]
+    #[inline(always)]
     pub fn call<'py>(&self, input: &GuardInput<'_, 'py>) -> Outcome<'py> {
-        let py = input.py();
         if let (Some(count), Some(slots)) = (self.leading_slots, input.bound_arguments()) {
             if count <= slots.len() {
-                return self.call_with(py, slots.prefix(count));
+                return self.call_with(input.py(), slots.prefix(count));
             }
         }
+        self.call_gathered(input)
+    }
+
+    /// The other cases: the inputs gathered into a buffer, read through paths if need be.
+    #[inline(never)]
+    fn call_gathered<'py>(&self, input: &GuardInput<'_, 'py>) -> Outcome<'py> {
+        let py = input.py();
         if let (true, Some(slots)) = (self.only_arguments, input.bound_arguments()) {
             // The common case: every input is an argument slot, nothing to read first.
             let mut arguments = ArgumentBuffer::with_capacity(self.inputs.len() + 1);
@@ -199,7 +207,8 @@ impl DirectCall {
     }
 
     /// Calls the graph with its inputs (after `__self__` for a bound method).
-    #[inline]
+    #[allow(clippy::inline_always)]
+    #[inline(always)]
     fn call_with<'py>(&self, py: Python<'py>, arguments: Arguments<'_>) -> Outcome<'py> {
         let result = match vectorcall_arguments(self.callee.bind(py), arguments, None) {
             Ok(result) => result,

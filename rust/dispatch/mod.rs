@@ -297,24 +297,42 @@ impl Dispatcher {
     }
 
     /// Runs a hit: the graph directly when the entry allows, else its transformed code.
-    #[inline]
+    /// The direct call's success is inlined into the dispatch; everything else is not.
+    #[allow(clippy::inline_always)]
+    #[inline(always)]
     fn run_entry<'py>(&self, entry: &Bound<'py, CacheEntry>, input: &GuardInput<'_, 'py>) -> PyResult<Bound<'py, PyAny>> {
         let py = input.py();
-        if let Some(direct) = entry.get().direct_call(py) {
-            let direct = direct.get();
-            match direct.call(input) {
+        let outcome = match entry.get().direct_call(py) {
+            Some(direct) => match direct.get().call(input) {
                 Outcome::Done(result) => {
                     bump(&self.direct_calls);
                     return result;
                 }
-                // The transformed code has no handler for it: the error is the frame's.
-                Outcome::GraphFailed(err) if !direct.has_fallback() => return Err(err),
-                // Its handler restores the grad mode and reruns the frame as Python; the
-                // transformed code gets there by calling the graph again (it cannot write
-                // to its inputs or draw random numbers, or it would have no fallback).
-                Outcome::GraphFailed(_) => set_grad_enabled(py, direct.grad_mode())?,
-                Outcome::Unreadable => {}
-            }
+                outcome => Some((direct.get(), outcome)),
+            },
+            None => None,
+        };
+        self.run_transformed(entry, input, outcome)
+    }
+
+    /// A hit the direct call did not serve (none, an unreadable input, or the graph
+    /// raised): the transformed code runs, unless the error is the frame's.
+    #[inline(never)]
+    fn run_transformed<'py>(
+        &self,
+        entry: &Bound<'py, CacheEntry>,
+        input: &GuardInput<'_, 'py>,
+        outcome: Option<(&DirectCall, Outcome<'py>)>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let py = input.py();
+        match outcome {
+            // The transformed code has no handler for it: the error is the frame's.
+            Some((direct, Outcome::GraphFailed(err))) if !direct.has_fallback() => return Err(err),
+            // Its handler restores the grad mode and reruns the frame as Python; the
+            // transformed code gets there by calling the graph again (it cannot write
+            // to its inputs or draw random numbers, or it would have no fallback).
+            Some((direct, Outcome::GraphFailed(_))) => set_grad_enabled(py, direct.grad_mode())?,
+            Some((_, Outcome::Unreadable | Outcome::Done(_))) | None => {}
         }
         bump(&self.code_calls);
         self.with_callback(py, || CacheEntry::run(entry, input))
