@@ -89,14 +89,22 @@ impl Drop for Suspended {
     }
 }
 
-/// Whether the runtime is inside its own Python on this thread (frames not intercepted).
-pub fn suspended() -> bool {
-    FAST_STATE.with(Cell::get) >= SUSPEND_STEP
-}
-
 pub fn suspend() -> Suspended {
     FAST_STATE.with(|s| s.set(s.get() + SUSPEND_STEP));
     Suspended(())
+}
+
+/// Suspends this thread unless the runtime is already inside its own Python here (then
+/// None): the test and the entry in one thread-local access.
+#[inline]
+pub fn suspend_unless_suspended() -> Option<Suspended> {
+    FAST_STATE.with(|s| {
+        let state = s.get();
+        (state < SUSPEND_STEP).then(|| {
+            s.set(state + SUSPEND_STEP);
+            Suspended(())
+        })
+    })
 }
 
 fn parse(callback: &Bound<'_, PyAny>) -> Result<Callback, Error> {

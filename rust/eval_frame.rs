@@ -86,8 +86,19 @@ pub fn decide<'py>(frame: FrameRef<'py>, pending: Pending<'py>) -> Decision<'py>
 /// thread may then push, promote or reset entries. The scan goes by index while the
 /// entries are unchanged, and over a copy from the start once they have changed.
 pub(crate) fn lookup<'py>(state: &CodeState, input: &GuardInput<'_, 'py>) -> Option<Bound<'py, CacheEntry>> {
+    let suspended = callback::suspend();
+    lookup_suspended(state, input, &suspended)
+}
+
+/// [`lookup`] on a thread the caller has already suspended (guards run the runtime's own
+/// Python, which must not be intercepted).
+#[inline]
+pub(crate) fn lookup_suspended<'py>(
+    state: &CodeState,
+    input: &GuardInput<'_, 'py>,
+    _suspended: &callback::Suspended,
+) -> Option<Bound<'py, CacheEntry>> {
     let py = input.py();
-    let _suspended = callback::suspend();
     let generation = state.generation();
     let mut index = 0;
     while let Some(entry) = state.entry(py, index) {

@@ -1,14 +1,14 @@
-//! Binds a call's arguments to a code object's argument slots the way CPython does for a
-//! function without `*args`/`**kwargs`: positionals, then keywords by name, then
-//! `__defaults__` and `__kwdefaults__`. Whatever it cannot bind (an error CPython must
-//! raise, `*args`/`**kwargs` parameters) is left to CPython: the caller takes the normal
-//! path and the frame binds it.
+//! Binds a call's arguments to a code object's argument slots the way CPython does:
+//! positionals, then keywords by name, then `__defaults__` and `__kwdefaults__`; extra
+//! positionals into a new `*args` tuple and unknown keywords into a new `**kwargs` dict
+//! when the code has them. Whatever it cannot bind (an error CPython must raise) is left
+//! to CPython: the caller takes the normal path and the frame binds it.
 
 use crate::ffi::function::FunctionRef;
 use crate::ffi::object::Arguments;
 use crate::frame_info::CodeParameters;
 use pyo3::prelude::*;
-use pyo3::types::{PySlice, PyTuple};
+use pyo3::types::{PyDict, PySlice, PyString, PyTuple};
 use pyo3::{intern, Borrowed};
 
 /// The parameters of one code object, read once.
@@ -18,8 +18,10 @@ pub struct Parameters {
     keyword_only: usize,
     /// `co_varnames[:positional + keyword_only]`.
     names: Py<PyTuple>,
-    /// Neither `*args` nor `**kwargs`.
-    plain: bool,
+    /// A `*args` parameter (its slot follows the keyword-only ones).
+    varargs: bool,
+    /// A `**kwargs` parameter (its slot is the last argument slot).
+    varkw: bool,
 }
 
 impl Parameters {
@@ -37,7 +39,8 @@ impl Parameters {
             positional_only: code.getattr(intern!(py, "co_posonlyargcount"))?.extract()?,
             keyword_only: kinds.keyword_only,
             names,
-            plain: !kinds.varargs && !kinds.varkw,
+            varargs: kinds.varargs,
+            varkw: kinds.varkw,
         })
     }
 
@@ -63,30 +66,50 @@ pub fn bind<'a, 'py>(
     positional: usize,
     kwnames: Option<Borrowed<'_, 'py, PyTuple>>,
 ) -> Option<Binding<'a, 'py>> {
-    if !parameters.plain || positional > parameters.positional {
-        return None;
+    let plain = !parameters.varargs && !parameters.varkw;
+    if positional > parameters.positional && !parameters.varargs {
+        return None; // "takes n positional arguments": CPython raises it
     }
     let py = function.py();
     let names = parameters.names.bind(py);
     let keywords = kwnames.map_or(0, |k| k.len());
-    if positional == parameters.positional && keywords == parameters.keyword_only && in_order(names, positional, kwnames) {
+    if plain && positional == parameters.positional && keywords == parameters.keyword_only && in_order(names, positional, kwnames) {
         return Some(Binding::InPlace(args));
     }
     let mut slots: Vec<Option<Bound<'py, PyAny>>> = vec![None; parameters.slot_count()];
-    for (index, slot) in slots.iter_mut().enumerate().take(positional) {
+    let bound_by_position = positional.min(parameters.positional);
+    for (index, slot) in slots.iter_mut().enumerate().take(bound_by_position) {
         *slot = Some(args.get(py, index)?.to_owned());
     }
+    // CPython makes a new tuple and a new dict for every call, also when they are empty.
+    let extra = if parameters.varargs { Some(extra_positionals(py, args, bound_by_position, positional)?) } else { None };
+    let unknown_keywords = parameters.varkw.then(|| PyDict::new(py));
     if let Some(kwnames) = kwnames {
         for (offset, name) in kwnames.iter().enumerate() {
-            let index = slot_named(parameters, names, &name)?;
-            if slots[index].is_some() {
-                return None; // "got multiple values": CPython raises it
+            if !name.is_instance_of::<PyString>() {
+                return None; // "keywords must be strings": CPython raises it
             }
-            slots[index] = Some(args.get(py, positional + offset)?.to_owned());
+            let value = args.get(py, positional + offset)?.to_owned();
+            match (slot_named(parameters, names, &name), &unknown_keywords) {
+                (Some(index), _) if slots[index].is_some() => return None, // "got multiple values"
+                (Some(index), _) => slots[index] = Some(value),
+                // Also a positional-only parameter's name: CPython puts it in **kwargs.
+                (None, Some(dict)) => dict.set_item(name, value).ok()?,
+                (None, None) => return None, // "unexpected keyword argument"
+            }
         }
     }
     fill_defaults(parameters, function, names, &mut slots)?;
-    slots.into_iter().collect::<Option<Vec<_>>>().map(Binding::Gathered)
+    let mut slots = slots.into_iter().collect::<Option<Vec<_>>>()?;
+    slots.extend(extra.map(Bound::into_any));
+    slots.extend(unknown_keywords.map(Bound::into_any));
+    Some(Binding::Gathered(slots))
+}
+
+/// `args[start:end]` as a new tuple: the `*args` of the call.
+fn extra_positionals<'py>(py: Python<'py>, args: Arguments<'_>, start: usize, end: usize) -> Option<Bound<'py, PyTuple>> {
+    let items = (start..end).map(|index| args.get(py, index)).collect::<Option<Vec<_>>>()?;
+    PyTuple::new(py, items).ok()
 }
 
 /// Whether the keyword names are exactly the keyword-only parameters, in order.

@@ -3,7 +3,7 @@
 //! compiled graph itself with the graph inputs read from the bound arguments, instead of
 //! running the transformed code.
 
-use crate::ffi::object::{vectorcall_arguments, ArgumentBuffer};
+use crate::ffi::object::{vectorcall_arguments, ArgumentBuffer, Arguments};
 use crate::frame_info::GuardInput;
 use crate::guards::source::{parse_source, Accessor};
 use pyo3::prelude::*;
@@ -51,6 +51,9 @@ pub struct DirectCall {
     inputs: Vec<Input>,
     /// Every input is an argument slot.
     only_arguments: bool,
+    /// `n` when the inputs are the first `n` argument slots in order and nothing goes
+    /// before them: the call's slots are passed as they are, no buffer filled.
+    leading_slots: Option<usize>,
     output: Output,
     fallback: bool,
     grad_mode: bool,
@@ -87,12 +90,15 @@ impl DirectCall {
         };
         let (callee, bound_self) = unbind_method(&graph)?;
         let only_arguments = parsed.iter().all(|input| matches!(input, Input::Argument(_)));
+        let in_order = parsed.iter().enumerate().all(|(position, input)| matches!(input, Input::Argument(index) if *index == position));
+        let leading_slots = (in_order && bound_self.is_none()).then_some(parsed.len());
         Ok(Self {
             graph: graph.unbind(),
             callee,
             bound_self,
             inputs: parsed,
             only_arguments,
+            leading_slots,
             output,
             fallback,
             grad_mode,
@@ -134,8 +140,22 @@ impl DirectCall {
         self.grad_mode
     }
 
-    /// Reads the graph inputs, calls the graph and picks the frame's result.
+    /// Reads the graph inputs, calls the graph and picks the frame's result. The common
+    /// case (the inputs are the call's leading slots) is inlined into the dispatch.
+    #[allow(clippy::inline_always)]
+    #[inline(always)]
     pub fn call<'py>(&self, input: &GuardInput<'_, 'py>) -> Outcome<'py> {
+        if let (Some(count), Some(slots)) = (self.leading_slots, input.bound_arguments()) {
+            if count <= slots.len() {
+                return self.call_with(input.py(), slots.prefix(count));
+            }
+        }
+        self.call_gathered(input)
+    }
+
+    /// The other cases: the inputs gathered into a buffer, read through paths if need be.
+    #[inline(never)]
+    fn call_gathered<'py>(&self, input: &GuardInput<'_, 'py>) -> Outcome<'py> {
         let py = input.py();
         if let (true, Some(slots)) = (self.only_arguments, input.bound_arguments()) {
             // The common case: every input is an argument slot, nothing to read first.
@@ -152,7 +172,7 @@ impl DirectCall {
                     Input::Path(_) => return Outcome::Unreadable, // (never: only_arguments)
                 }
             }
-            return self.call_with(py, &arguments);
+            return self.call_with(py, arguments.arguments());
         }
         // Values read through a path are owned here; arguments are borrowed from the call.
         let mut read_values: Vec<Bound<'py, PyAny>> = Vec::new();
@@ -183,12 +203,14 @@ impl DirectCall {
                 None => return Outcome::Unreadable,
             }
         }
-        self.call_with(py, &arguments)
+        self.call_with(py, arguments.arguments())
     }
 
     /// Calls the graph with its inputs (after `__self__` for a bound method).
-    fn call_with<'py>(&self, py: Python<'py>, arguments: &ArgumentBuffer<'_>) -> Outcome<'py> {
-        let result = match vectorcall_arguments(self.callee.bind(py), arguments.arguments(), None) {
+    #[allow(clippy::inline_always)]
+    #[inline(always)]
+    fn call_with<'py>(&self, py: Python<'py>, arguments: Arguments<'_>) -> Outcome<'py> {
+        let result = match vectorcall_arguments(self.callee.bind(py), arguments, None) {
             Ok(result) => result,
             Err(err) => return Outcome::GraphFailed(err),
         };

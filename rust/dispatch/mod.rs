@@ -195,6 +195,7 @@ impl Dispatcher {
         Ok(dispatcher)
     }
 
+    #[inline]
     fn dispatch<'py>(
         &self,
         py: Python<'py>,
@@ -243,6 +244,7 @@ impl Dispatcher {
     }
 
     /// A cache hit served without the function's frame, or None for the normal path.
+    #[inline]
     fn call_compiled<'py>(
         &self,
         function: &Bound<'py, PyFunction>,
@@ -251,9 +253,9 @@ impl Dispatcher {
         kwnames: Option<Borrowed<'_, 'py, PyTuple>>,
     ) -> Option<PyResult<Bound<'py, PyAny>>> {
         let py = function.py();
-        if callback::suspended() {
-            return None; // inside the runtime's own Python: the frame runs as Python
-        }
+        // Inside the runtime's own Python the frame runs as Python; otherwise the thread
+        // stays suspended until the guards have run (they may run the runtime's Python).
+        let suspended = callback::suspend_unless_suspended()?;
         if hook::thread_is_tracing(py) {
             return None; // a debugger or coverage: the hook runs the frame as Python
         }
@@ -289,28 +291,48 @@ impl Dispatcher {
         };
         let globals = function_ref.globals()?;
         let input = GuardInput::from_arguments(function.as_any().as_borrowed(), slots, globals, cache.builtins.bind_borrowed(py), function_ref.closure());
-        let entry = crate::eval_frame::lookup(state, &input)?;
+        let entry = crate::eval_frame::lookup_suspended(state, &input, &suspended)?;
+        drop(suspended); // the graph or the transformed code runs as the frame would
         Some(self.run_entry(&entry, &input))
     }
 
     /// Runs a hit: the graph directly when the entry allows, else its transformed code.
+    /// The direct call's success is inlined into the dispatch; everything else is not.
+    #[allow(clippy::inline_always)]
+    #[inline(always)]
     fn run_entry<'py>(&self, entry: &Bound<'py, CacheEntry>, input: &GuardInput<'_, 'py>) -> PyResult<Bound<'py, PyAny>> {
         let py = input.py();
-        if let Some(direct) = entry.get().direct_call(py) {
-            let direct = direct.get();
-            match direct.call(input) {
+        let outcome = match entry.get().direct_call(py) {
+            Some(direct) => match direct.get().call(input) {
                 Outcome::Done(result) => {
                     bump(&self.direct_calls);
                     return result;
                 }
-                // The transformed code has no handler for it: the error is the frame's.
-                Outcome::GraphFailed(err) if !direct.has_fallback() => return Err(err),
-                // Its handler restores the grad mode and reruns the frame as Python; the
-                // transformed code gets there by calling the graph again (it cannot write
-                // to its inputs or draw random numbers, or it would have no fallback).
-                Outcome::GraphFailed(_) => set_grad_enabled(py, direct.grad_mode())?,
-                Outcome::Unreadable => {}
-            }
+                outcome => Some((direct.get(), outcome)),
+            },
+            None => None,
+        };
+        self.run_transformed(entry, input, outcome)
+    }
+
+    /// A hit the direct call did not serve (none, an unreadable input, or the graph
+    /// raised): the transformed code runs, unless the error is the frame's.
+    #[inline(never)]
+    fn run_transformed<'py>(
+        &self,
+        entry: &Bound<'py, CacheEntry>,
+        input: &GuardInput<'_, 'py>,
+        outcome: Option<(&DirectCall, Outcome<'py>)>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let py = input.py();
+        match outcome {
+            // The transformed code has no handler for it: the error is the frame's.
+            Some((direct, Outcome::GraphFailed(err))) if !direct.has_fallback() => return Err(err),
+            // Its handler restores the grad mode and reruns the frame as Python; the
+            // transformed code gets there by calling the graph again (it cannot write
+            // to its inputs or draw random numbers, or it would have no fallback).
+            Some((direct, Outcome::GraphFailed(_))) => set_grad_enabled(py, direct.grad_mode())?,
+            Some((_, Outcome::Unreadable | Outcome::Done(_))) | None => {}
         }
         bump(&self.code_calls);
         self.with_callback(py, || CacheEntry::run(entry, input))

@@ -49,13 +49,20 @@ impl<'py> TorchCompilePaused<'py> {
 }
 
 impl Drop for TorchCompilePaused<'_> {
+    #[inline]
     fn drop(&mut self) {
-        let Some(prior) = self.prior.take() else { return };
-        let Some(Some(hooks)) = HOOKS.get() else { return };
-        // The callback was torch's own a moment ago, so setting it back does not fail; if it
-        // did, there is no caller to tell but the unraisable hook.
-        if let Err(err) = hooks.set.bind(self.py).call1((prior,)) {
-            err.write_unraisable(self.py, None);
+        if let Some(prior) = self.prior.take() {
+            restore(self.py, prior);
         }
+    }
+}
+
+#[cold]
+fn restore(py: Python<'_>, prior: Bound<'_, PyAny>) {
+    let Some(Some(hooks)) = HOOKS.get() else { return };
+    // The callback was torch's own a moment ago, so setting it back does not fail; if it
+    // did, there is no caller to tell but the unraisable hook.
+    if let Err(err) = hooks.set.bind(py).call1((prior,)) {
+        err.write_unraisable(py, None);
     }
 }

@@ -1,5 +1,5 @@
-//! The fields of a Python function that a call binds against, read through CPython's
-//! `PyFunction_Get*` (no attribute lookup, no new reference).
+//! The fields of a Python function that a call binds against, read from the function
+//! object's own struct (no attribute lookup, no call, no new reference).
 
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -19,38 +19,43 @@ impl<'a, 'py> FunctionRef<'a, 'py> {
         self.0.py()
     }
 
-    fn field(self, read: unsafe extern "C" fn(*mut ffi::PyObject) -> *mut ffi::PyObject) -> Option<Borrowed<'a, 'py, PyAny>> {
-        // SAFETY: `self.0` is a live function object (its type was checked when the
-        // Borrowed was made); the getters return a borrowed reference owned by the
-        // function, or NULL for an unset field, without setting an exception.
-        unsafe {
-            let ptr = read(self.0.as_ptr());
-            (!ptr.is_null()).then(|| Borrowed::from_ptr(self.0.py(), ptr))
-        }
+    /// The function's fields, read in place: a struct read, no call.
+    fn object(self) -> &'a ffi::PyFunctionObject {
+        // SAFETY: `self.0` is a live object of exactly the function type (PyO3 checks
+        // `PyFunction_Check`, an exact type test, when the Borrowed is cast; the type
+        // cannot be subclassed), so it is a `PyFunctionObject`, alive for 'a.
+        unsafe { &*self.0.as_ptr().cast::<ffi::PyFunctionObject>() }
+    }
+
+    fn field(self, pointer: *mut ffi::PyObject) -> Option<Borrowed<'a, 'py, PyAny>> {
+        // SAFETY: a field of the live function: NULL (unset) or a reference the function
+        // owns, the same borrowed reference `PyFunction_GetCode` and the other getters
+        // return (they read these fields after an exact type check), without the call.
+        (!pointer.is_null()).then(|| unsafe { Borrowed::from_ptr(self.0.py(), pointer) })
     }
 
     /// `__code__` (a function always has one).
     pub fn code(self) -> Option<Borrowed<'a, 'py, PyAny>> {
-        self.field(ffi::PyFunction_GetCode)
+        self.field(self.object().func_code)
     }
 
     /// `__defaults__`, a tuple or None.
     pub fn defaults(self) -> Option<Borrowed<'a, 'py, PyTuple>> {
-        self.field(ffi::PyFunction_GetDefaults).and_then(|d| d.cast::<PyTuple>().ok())
+        self.field(self.object().func_defaults).and_then(|d| d.cast::<PyTuple>().ok())
     }
 
     /// `__kwdefaults__`, a dict or None.
     pub fn keyword_defaults(self) -> Option<Borrowed<'a, 'py, PyDict>> {
-        self.field(ffi::PyFunction_GetKwDefaults).and_then(|d| d.cast::<PyDict>().ok())
+        self.field(self.object().func_kwdefaults).and_then(|d| d.cast::<PyDict>().ok())
     }
 
     /// `__globals__`.
     pub fn globals(self) -> Option<Borrowed<'a, 'py, PyAny>> {
-        self.field(ffi::PyFunction_GetGlobals)
+        self.field(self.object().func_globals)
     }
 
     /// `__closure__`, a tuple of cells or None.
     pub fn closure(self) -> Option<Borrowed<'a, 'py, PyTuple>> {
-        self.field(ffi::PyFunction_GetClosure).and_then(|c| c.cast::<PyTuple>().ok())
+        self.field(self.object().func_closure).and_then(|c| c.cast::<PyTuple>().ok())
     }
 }

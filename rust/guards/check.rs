@@ -23,7 +23,8 @@ pub enum Check {
     Contains(Py<PyAny>, bool),
     /// `tuple(value) == keys`, item by item with exact types: a dict's key order.
     KeysAre(Py<PyTuple>),
-    Tensor(Box<TensorCheck>),
+    /// Shared with the guard set's list of argument tensors (`GuardSet::argument_tensors`).
+    Tensor(std::sync::Arc<TensorCheck>),
 }
 
 /// The object an `id_is` check expects. Held weakly when it supports weak references (a
@@ -124,7 +125,7 @@ impl Check {
                 }
                 Ok(Check::KeysAre(keys.unbind()))
             }
-            "tensor" => Ok(Check::Tensor(Box::new(TensorCheck::parse(&tuple)?))),
+            "tensor" => Ok(Check::Tensor(std::sync::Arc::new(TensorCheck::parse(&tuple)?))),
             _ => Err(bad(spec, "unknown check kind")),
         }
     }
@@ -306,6 +307,48 @@ fn default_dtype_code(dtype: &Bound<'_, PyAny>) -> Option<i8> {
         .find(|(name, _)| torch.getattr(*name).is_ok_and(|d| d.as_ptr() == dtype.as_ptr()))
         .map(|&(_, code)| code)?;
     (fast.default_scalar_type() == Some(code)).then_some(code)
+}
+
+/// The grad, inference and autocast mode checks of a guard set as bits: which modes are
+/// checked (`mask`) and the values they must have (`expected`), so the fast path compares
+/// them at once. Bits: grad 1, inference 2, autocast 4.
+#[derive(Clone, Copy)]
+pub struct ExpectedModes {
+    mask: u8,
+    expected: u8,
+}
+
+impl ExpectedModes {
+    /// The mode checks as bits (None when a mode is checked against both values: then the
+    /// checks run one by one and fail as they would), and the indices of the other checks.
+    pub fn split(checks: &[StateCheck]) -> (Option<ExpectedModes>, Vec<usize>) {
+        let mut modes = Some(ExpectedModes { mask: 0, expected: 0 });
+        let mut others = Vec::new();
+        for (index, check) in checks.iter().enumerate() {
+            let (bit, value) = match check {
+                StateCheck::GradMode(value) => (1, *value),
+                StateCheck::InferenceMode(value) => (2, *value),
+                StateCheck::Autocast(value) => (4, *value),
+                _ => {
+                    others.push(index);
+                    continue;
+                }
+            };
+            let want = if value { bit } else { 0 };
+            modes = modes.filter(|m| m.mask & bit == 0 || m.expected & bit == want).map(|m| ExpectedModes {
+                mask: m.mask | bit,
+                expected: m.expected | want,
+            });
+        }
+        (modes, others)
+    }
+
+    /// Whether `modes` have the expected values.
+    #[inline]
+    pub fn pass(self, modes: Modes) -> bool {
+        let bits = u8::from(modes.grad) | u8::from(modes.inference) << 1 | u8::from(modes.autocast) << 2;
+        bits & self.mask == self.expected
+    }
 }
 
 /// torch's global-state readers, looked up once per guard set.

@@ -19,7 +19,9 @@ mod versioned;
 
 use crate::errors::Error;
 use crate::frame_info::{Frame, GuardInput};
-use check::{Check, StateCheck, TorchState};
+use check::{Check, ExpectedModes, StateCheck, TorchState};
+use std::sync::Arc;
+use tensor::TensorCheck;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use relation::{Relation, RELATION_SOURCE};
@@ -76,11 +78,16 @@ pub struct GuardSet {
     /// Relations between symbolic sizes (dynamic entries), checked after the tree.
     shapes: Option<shape::ShapeGuards>,
     count: usize,
-    /// The fast path's order: `(slot, root)` for roots that are an argument slot with only
-    /// tensor checks (checked from the slot in place, nothing else to read), then the
-    /// other roots, in spec order: those the globals' or builtins' version tag answers
-    /// (`versioned.rs`), then the rest.
-    argument_tensors: Vec<(usize, usize)>,
+    /// The fast path's order: `(slot, check)` for the checks of roots that are an argument
+    /// slot with only tensor checks (checked from the slot in place, nothing else to read),
+    /// then the other roots, in spec order: those the globals' or builtins' version tag
+    /// answers (`versioned.rs`), then the rest.
+    argument_tensors: Vec<(usize, Arc<TensorCheck>)>,
+    /// The grad, inference and autocast mode checks as one comparison of their bits
+    /// (fast path; None when a mode is checked against both values), and the indices of
+    /// the other state checks.
+    modes_expected: Option<ExpectedModes>,
+    other_state_checks: Vec<usize>,
     versioned_globals: VersionedRoots,
     versioned_builtins: VersionedRoots,
     other_roots: Vec<usize>,
@@ -132,6 +139,7 @@ impl GuardSet {
             node.checks.push(check);
         }
         let torch = if state_checks.is_empty() { None } else { Some(TorchState::load(py)?) };
+        let (modes_expected, other_state_checks) = ExpectedModes::split(&state_checks);
         let (argument_tensors, other_roots) = split_argument_tensors(&roots);
         let (versioned_globals, versioned_builtins, other_roots) = VersionedRoots::split(&roots, &other_roots);
         Ok(GuardSet {
@@ -142,50 +150,74 @@ impl GuardSet {
             shapes,
             count,
             argument_tensors,
+            modes_expected,
+            other_state_checks,
             versioned_globals,
             versioned_builtins,
             other_roots,
         })
     }
 
-    /// Fast path: true when every guard passes. Stops at the first failure.
-    #[inline]
+    /// Fast path: true when every guard passes. Stops at the first failure, allocates
+    /// nothing, and orders the work by cost (see the fields): the grad, inference and
+    /// autocast modes as one comparison, the tensor checks of argument slots in place,
+    /// roots a dict's version tag answers, then the rest. Every guard of the set is
+    /// still checked; only the order differs from the verbose path's.
     pub fn check(&self, input: &GuardInput<'_, '_>) -> bool {
-        self.evaluate(input, None)
+        if let Some(torch) = &self.torch {
+            if !self.state_passes(torch, input.py()) {
+                return false;
+            }
+        }
+        let run = |i: usize| {
+            let root = &self.roots[i];
+            root.accessor.read_root(input).is_some_and(|value| root.run(&value, &mut None))
+        };
+        self.argument_tensors_pass(input)
+            && self.versioned_globals.pass(input.globals(), None, run)
+            && self.versioned_builtins.pass(input.builtins(), Some(input.globals()), run)
+            && self.other_roots.iter().all(|&i| run(i))
+            && self.relations.iter().all(|relation| relation.run(input, None))
+            && self.shapes.as_ref().is_none_or(|shapes| shapes.run(input, None))
     }
 
     /// Verbose path: the first failing guard as text, or None when all pass.
     pub fn failure_reason(&self, input: &GuardInput<'_, '_>) -> Option<String> {
         let mut reason = String::new();
-        if self.evaluate(input, Some(&mut reason)) {
+        if self.evaluate_verbose(input, &mut reason) {
             None
         } else {
             Some(reason)
         }
     }
 
-    fn evaluate(&self, input: &GuardInput<'_, '_>, mut reason: Option<&mut String>) -> bool {
+    /// The torch state checks of the fast path: the three modes from one thread-local
+    /// read compared at once, then the other state checks.
+    #[inline]
+    fn state_passes(&self, torch: &TorchState, py: Python<'_>) -> bool {
+        let modes = torch.modes(); // one thread-local read for all of them
+        match (modes, self.modes_expected) {
+            (Some(read), Some(expected)) => {
+                expected.pass(read) && self.other_state_checks.iter().all(|&i| self.state_checks[i].run(torch, modes, py, None))
+            }
+            _ => self.state_checks.iter().all(|check| check.run(torch, modes, py, None)),
+        }
+    }
+
+    /// Every guard in spec order, so the reason is the first failure's.
+    fn evaluate_verbose(&self, input: &GuardInput<'_, '_>, reason: &mut String) -> bool {
         let py = input.py();
+        let mut reason = Some(reason);
         if let Some(torch) = &self.torch {
-            let modes = torch.modes(); // one thread-local read for all of them
+            let modes = torch.modes();
             if !self.state_checks.iter().all(|c| c.run(torch, modes, py, reason.as_deref_mut())) {
                 return false;
             }
         }
-        let run_root = |root: &Node, reason: &mut Option<&mut String>| match root.accessor.read_root(input) {
-            Some(value) => root.run(&value, reason),
-            None => unreadable(&root.name, reason),
-        };
-        let tree = if reason.is_none() {
-            let run = |i: usize| run_root(&self.roots[i], &mut None);
-            self.argument_tensors_pass(input)
-                && self.versioned_globals.pass(input.globals(), None, run)
-                && self.versioned_builtins.pass(input.builtins(), Some(input.globals()), run)
-                && self.other_roots.iter().all(|&i| run(i))
-        } else {
-            // The verbose path keeps the spec order, so the reason is the first failure.
-            self.roots.iter().all(|root| run_root(root, &mut reason))
-        };
+        let tree = self.roots.iter().all(|root| match root.accessor.read_root(input) {
+            Some(value) => root.run(&value, &mut reason),
+            None => unreadable(&root.name, &mut reason),
+        });
         tree && self.relations.iter().all(|relation| relation.run(input, reason.as_deref_mut()))
             && self.shapes.as_ref().is_none_or(|shapes| shapes.run(input, reason))
     }
@@ -196,30 +228,28 @@ impl GuardSet {
     #[inline]
     fn argument_tensors_pass(&self, input: &GuardInput<'_, '_>) -> bool {
         let py = input.py();
-        let slots = input.bound_arguments();
-        self.argument_tensors.iter().all(|&(slot, root)| {
-            let value = match slots {
-                Some(slots) => slots.get(py, slot),
-                None => input.local(slot),
-            };
-            let Some(value) = value else { return false };
-            self.roots[root].checks.iter().all(|check| match check {
-                Check::Tensor(tensor) => tensor.passes(&value),
-                _ => false, // only tensor checks are collected here
-            })
-        })
+        match input.bound_arguments() {
+            Some(slots) => self.argument_tensors.iter().all(|(slot, check)| slots.get(py, *slot).is_some_and(|value| check.passes(&value))),
+            None => self.argument_tensors.iter().all(|(slot, check)| input.local(*slot).is_some_and(|value| check.passes(&value))),
+        }
     }
 }
 
-/// `(slot, root index)` of the roots that read an argument slot and only check it as a
-/// tensor, and the indices of the other roots.
-fn split_argument_tensors(roots: &[Node]) -> (Vec<(usize, usize)>, Vec<usize>) {
+/// `(slot, check)` for each check of the roots that read an argument slot and only check
+/// it as a tensor, and the indices of the other roots.
+fn split_argument_tensors(roots: &[Node]) -> (Vec<(usize, Arc<TensorCheck>)>, Vec<usize>) {
     let mut argument_tensors = Vec::new();
     let mut others = Vec::new();
     for (index, root) in roots.iter().enumerate() {
         let only_tensors = root.children.is_empty() && root.checks.iter().all(|c| matches!(c, Check::Tensor(_)));
         match root.accessor {
-            Accessor::Local(slot) if only_tensors => argument_tensors.push((slot, index)),
+            Accessor::Local(slot) if only_tensors => {
+                for check in &root.checks {
+                    if let Check::Tensor(tensor) = check {
+                        argument_tensors.push((slot, Arc::clone(tensor)));
+                    }
+                }
+            }
             _ => others.push(index),
         }
     }

@@ -154,7 +154,10 @@ impl TensorCheck {
 
     /// Compares the metadata in place. None when it cannot decide (no verified layout,
     /// or more dims than the verified layout covers): the caller then uses the slow path.
-    #[inline]
+    /// Always inlined into the guard set's loop over argument tensors: a call per tensor
+    /// costs register saves and an `Option` return, more than some of the compares.
+    #[allow(clippy::inline_always)]
+    #[inline(always)]
     fn fast_match(&self, value: &Bound<'_, PyAny>) -> Option<bool> {
         let raw = self.raw.as_ref()?;
         let Ok(imp) = raw.reader.impl_of(value) else { return Some(false) }; // another type
@@ -170,14 +173,25 @@ impl TensorCheck {
         if !dims_match {
             return Some(false);
         }
-        // No autograd metadata means requires_grad is False; otherwise ask torch.
-        let requires_grad = imp.word(raw.autograd_at) != 0
-            && value.getattr(pyo3::intern!(value.py(), "requires_grad")).ok()?.is_truthy().ok()?;
+        // No autograd metadata means requires_grad is False; otherwise ask torch (out of
+        // line: the common case stays a few loads and compares, with a small stack frame).
+        if imp.word(raw.autograd_at) != 0 {
+            return self.requires_grad_matches(value);
+        }
+        Some(!self.requires_grad)
+    }
+
+    /// `value.requires_grad == self.requires_grad`, asked of torch (None if it raised).
+    #[cold]
+    #[inline(never)]
+    fn requires_grad_matches(&self, value: &Bound<'_, PyAny>) -> Option<bool> {
+        let requires_grad = value.getattr(pyo3::intern!(value.py(), "requires_grad")).ok()?.is_truthy().ok()?;
         Some(requires_grad == self.requires_grad)
     }
 
     /// Sizes and strides of a tensor with more dims than fit inline (None: not verified).
     #[cold]
+    #[inline(never)]
     fn out_of_line_match(&self, imp: ImplRef<'_>, ndim: usize) -> Option<bool> {
         let layout = self.raw.as_ref()?.layout;
         if !layout.out_of_line {

@@ -73,8 +73,10 @@ impl FastTorchState {
         self.autocast_keys_enabled()
     }
 
-    /// All three modes from one thread-local read (calibrated bits), or None.
-    #[inline]
+    /// All three modes from one thread-local read (calibrated bits), or None. Always
+    /// inlined into the guard check (a call here cost more than the reads).
+    #[allow(clippy::inline_always)]
+    #[inline(always)]
     pub fn modes(&self) -> Option<Modes> {
         let (bits, (mask, off)) = (self.mode_bits?, self.autocast_bits?);
         let state = self.tls.thread_state()?;

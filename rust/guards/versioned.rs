@@ -52,37 +52,47 @@ impl VersionedRoots {
     /// Whether every root passes on `dict` (`run` checks one root): at once when the dict
     /// is the one they last passed on, at the same version.
     /// `shadow` is the dict read before `dict` (the globals, for builtins); both must be
-    /// unchanged for the shortcut.
-    #[inline]
+    /// unchanged for the shortcut. The shortcut is inlined into the guard check; running
+    /// the roots is not.
+    #[allow(clippy::inline_always)]
+    #[inline(always)]
     pub fn pass(
         &self,
         dict: Borrowed<'_, '_, PyAny>,
         shadow: Option<Borrowed<'_, '_, PyAny>>,
         run: impl Fn(usize) -> bool,
     ) -> bool {
-        if self.roots.is_empty() {
-            return true;
-        }
-        let address = dict.as_ptr() as usize;
-        let version = dict::version(dict);
+        self.roots.is_empty() || Self::tags(dict, shadow).is_some_and(|tags| self.passed_at(tags)) || self.run_roots(dict, shadow, run)
+    }
+
+    /// `(dict, its tag, shadow, its tag)`, or None when either is not a dict (no shortcut).
+    #[inline]
+    fn tags(dict: Borrowed<'_, '_, PyAny>, shadow: Option<Borrowed<'_, '_, PyAny>>) -> Option<(usize, u64, usize, u64)> {
         let (shadow_address, shadow_version) = match shadow {
-            Some(shadow) => (shadow.as_ptr() as usize, dict::version(shadow)),
-            None => (0, Some(0)),
+            Some(shadow) => (shadow.as_ptr() as usize, dict::version(shadow)?),
+            None => (0, 0),
         };
-        if let (Some(version), Some(shadow_version)) = (version, shadow_version) {
-            if self.dict.load(Ordering::Relaxed) == address
-                && self.version.load(Ordering::Relaxed) == version
-                && self.shadow.load(Ordering::Relaxed) == shadow_address
-                && self.shadow_version.load(Ordering::Relaxed) == shadow_version
-            {
-                return true;
-            }
-        }
+        Some((dict.as_ptr() as usize, dict::version(dict)?, shadow_address, shadow_version))
+    }
+
+    /// Whether the roots last passed on exactly these dicts at these tags.
+    #[inline]
+    fn passed_at(&self, (address, version, shadow_address, shadow_version): (usize, u64, usize, u64)) -> bool {
+        self.dict.load(Ordering::Relaxed) == address
+            && self.version.load(Ordering::Relaxed) == version
+            && self.shadow.load(Ordering::Relaxed) == shadow_address
+            && self.shadow_version.load(Ordering::Relaxed) == shadow_version
+    }
+
+    /// Runs the roots; when they pass, remembers the tags read before they ran (a change
+    /// made meanwhile has a newer one).
+    #[inline(never)]
+    fn run_roots(&self, dict: Borrowed<'_, '_, PyAny>, shadow: Option<Borrowed<'_, '_, PyAny>>, run: impl Fn(usize) -> bool) -> bool {
+        let tags = Self::tags(dict, shadow);
         if !self.roots.iter().all(|&index| run(index)) {
             return false;
         }
-        if let (Some(version), Some(shadow_version)) = (version, shadow_version) {
-            // The tags read before the roots ran: a change made meanwhile has a newer one.
+        if let Some((address, version, shadow_address, shadow_version)) = tags {
             self.dict.store(address, Ordering::Relaxed);
             self.version.store(version, Ordering::Relaxed);
             self.shadow.store(shadow_address, Ordering::Relaxed);

@@ -110,7 +110,7 @@ def test_calls_cpython_must_bind_raise_its_errors():
         assert str(compiled_error.value) == str(eager_error.value)
 
 
-def test_star_args_and_kwargs_go_through_the_frame():
+def test_star_args_and_kwargs_are_bound_and_served_directly():
     def f(x, *rest, **options):
         return x + rest[0] * options["k"]
 
@@ -118,8 +118,105 @@ def test_star_args_and_kwargs_go_through_the_frame():
     x = torch.randn(3)
     for _ in range(3):
         same(compiled(x, x, k=2), f(x, x, k=2))
-    assert counts(compiled) == (0, 0, 3)
-    assert len(recorder.captures) == 1 and entries(f)[0].hits == 2  # hits in the hook
+    assert counts(compiled) == (2, 0, 1)
+    assert len(recorder.captures) == 1 and entries(f)[0].hits == 2
+
+
+def test_star_args_guards_fail_and_recompile_like_the_frame():
+    def f(x, *rest):
+        total = x
+        for item in rest:
+            total = total + item
+        return total
+
+    compiled, recorder = compile_recorded(f)
+    x = torch.randn(3)
+    for count in (1, 2, 1, 3, 2):  # len(rest) is guarded: one entry per length
+        same(compiled(x, *[x] * count), f(x, *[x] * count))
+    assert len(recorder.captures) == 3 and counts(compiled) == (2, 0, 3)
+    same(compiled(x, x), f(x, x))
+    assert counts(compiled)[0] == 3
+    same(compiled(x), f(x))  # an empty *args: no tensor op, the frame runs as Python
+
+
+def test_star_args_with_defaults_and_keyword_only_parameters():
+    def f(x, y=None, *rest, scale=2.0, **options):
+        out = x * scale
+        if y is not None:
+            out = out + y
+        for item in rest:
+            out = out - item
+        return out + options.get("shift", 0)
+
+    compiled, recorder = compile_recorded(f)
+    x = torch.randn(3)
+    calls = (lambda g: g(x), lambda g: g(x, x), lambda g: g(x, None, x, x), lambda g: g(x, scale=3.0),
+             lambda g: g(x, x, x, shift=1), lambda g: g(y=x, x=x))
+    for call in calls:
+        same(call(compiled), call(f))
+    graphs, direct = len(recorder.captures), counts(compiled)[0]
+    for call in calls:
+        same(call(compiled), call(f))
+    assert len(recorder.captures) == graphs and counts(compiled)[0] - direct == len(calls)
+
+
+def test_keywords_to_positional_only_parameters_go_into_kwargs():
+    def f(x, /, **options):
+        return x * options["x"]
+
+    compiled, recorder = compile_recorded(f)
+    a, b = torch.randn(2), torch.randn(2)
+    for _ in range(2):
+        same(compiled(a, x=b), f(a, x=b))
+    assert counts(compiled) == (1, 0, 1)
+
+
+def test_star_args_binding_errors_are_cpythons():
+    def f(x, *rest, k):
+        return x + k
+
+    compiled, _ = compile_recorded(f)
+    x = torch.randn(2)
+    same(compiled(x, x, k=x), f(x, x, k=x))
+    for bad in (lambda g: g(x), lambda g: g(x, k=x, z=1), lambda g: g(x, x=x, k=x), lambda g: g(k=x)):
+        with pytest.raises(TypeError) as compiled_error:
+            bad(compiled)
+        with pytest.raises(TypeError) as eager_error:
+            bad(f)
+        assert str(compiled_error.value) == str(eager_error.value)
+
+
+def test_the_star_args_tuple_and_kwargs_dict_are_new_each_call():
+    import types
+
+    box = types.SimpleNamespace(value=None)
+
+    def f(x, *rest, **options):
+        box.value = (rest, options)  # a side effect: the transformed code runs with them
+        return x + 1
+
+    compiled = fastdynamo.compile(f, backend="eager")
+    x = torch.randn(2)
+    seen = []
+    for _ in range(3):
+        compiled(x, 1, k=2)
+        seen.append(box.value)
+    assert counts(compiled) == (0, 2, 1)  # served without the frame, from the bound slots
+    assert [(type(r), r, type(o), o) for r, o in seen] == [(tuple, (1,), dict, {"k": 2})] * 3
+    assert len({id(o) for _, o in seen}) == 3  # each call its own dict, as in CPython
+
+
+def test_reset_drops_star_args_entries():
+    def f(*tensors):
+        return tensors[0] * 2
+
+    compiled, recorder = compile_recorded(f)
+    x = torch.randn(2)
+    compiled(x)
+    compiled(x)
+    fastdynamo.reset()
+    same(compiled(x), f(x))
+    assert len(recorder.captures) == 2 and counts(compiled) == (1, 0, 2)
 
 
 def test_side_effects_run_the_transformed_code():

@@ -118,3 +118,30 @@ def test_module_graph_break_goes_through_the_frame():
     for _ in range(2):
         same(compiled(x), module(x))
     assert recorder.breaks and compiled._dispatch.direct_calls == 0
+
+
+def test_a_forward_decorated_with_a_star_args_wrapper_is_served_without_a_frame():
+    """Like transformers' decorated forwards: `wrapper(self, *args, **kwargs)` calling the
+    real forward; the dispatcher binds *args and **kwargs and calls the graph directly."""
+    import functools
+
+    def decorated(forward):
+        @functools.wraps(forward)
+        def wrapper(self, *args, **kwargs):
+            return forward(self, *args, **kwargs)
+        return wrapper
+
+    class Wrapped(Net):
+        @decorated
+        def forward(self, x, scale=1.0):
+            return torch.relu(self.linear(x)) * scale
+
+    torch.manual_seed(0)
+    net = Wrapped()
+    compiled, recorder = compile_recorded(net)
+    x = torch.randn(2, 4)
+    with torch.no_grad():
+        for _ in range(3):
+            same(compiled(x), net(x))
+            same(compiled(x, scale=2.0), net(x, scale=2.0))
+    assert len(recorder.captures) == 2 and counts(compiled._dispatch) == (4, 0, 2)

@@ -145,6 +145,34 @@ def test_torch_state(native):
         torch.set_default_dtype(torch.float32)
 
 
+@pytest.mark.parametrize("grad, inference, autocast", [(g_, i, a) for g_ in (False, True) for i in (False, True)
+                                                      for a in (False, True)])
+def test_mode_guards_checked_at_once_fail_exactly_when_one_differs(native, grad, inference, autocast):
+    """The fast path compares grad, inference and autocast mode in one step: each state of
+    the three modes passes the guards that expect it, and fails as the verbose path does."""
+    guards = [g.Guard(None, g.grad_mode(grad)), g.Guard(None, g.inference_mode(inference)),
+              g.Guard(None, g.autocast(autocast)), g.Guard(None, g.default_dtype(torch.float32))]
+    frame = frame_for(native, 0)
+    for now_grad in (False, True):
+        for now_inference in (False, True):
+            for now_autocast in (False, True):
+                with torch.inference_mode(now_inference), torch.set_grad_enabled(now_grad), \
+                        torch.autocast("cpu", enabled=now_autocast):
+                    expected = (torch.is_grad_enabled(), torch.is_inference_mode_enabled(),
+                                torch._C._is_any_autocast_enabled()) == (grad, inference, autocast)
+                    passed, reason = check(native, guards, frame)
+                assert passed is expected and (reason is None) is expected
+
+
+def test_a_mode_guarded_both_ways_never_passes(native):
+    guards = [g.Guard(None, g.grad_mode(True)), g.Guard(None, g.grad_mode(False))]
+    frame = frame_for(native, 0)
+    for enabled in (False, True):
+        with torch.set_grad_enabled(enabled):
+            passed, reason = check(native, guards, frame)
+        assert not passed and reason.startswith("torch.is_grad_enabled() == ")
+
+
 def test_checks_on_a_node_run_before_its_children(native):
     # The type check on `a` fails first; `a.size` is never read from the int.
     guards = [g.Guard(AttrSource(A, "size"), g.equals(3)), g.Guard(A, g.type_is(Holder))]
