@@ -316,19 +316,27 @@ fn default_dtype_code(dtype: &Bound<'_, PyAny>) -> Option<i8> {
 pub struct ExpectedModes {
     mask: u8,
     expected: u8,
+    /// The default dtype's `c10::ScalarType` code, when a `DefaultDtype` check has one.
+    default_dtype: Option<i8>,
 }
 
 impl ExpectedModes {
     /// The mode checks as bits (None when a mode is checked against both values: then the
     /// checks run one by one and fail as they would), and the indices of the other checks.
     pub fn split(checks: &[StateCheck]) -> (Option<ExpectedModes>, Vec<usize>) {
-        let mut modes = Some(ExpectedModes { mask: 0, expected: 0 });
+        let mut modes = Some(ExpectedModes { mask: 0, expected: 0, default_dtype: None });
         let mut others = Vec::new();
         for (index, check) in checks.iter().enumerate() {
             let (bit, value) = match check {
                 StateCheck::GradMode(value) => (1, *value),
                 StateCheck::InferenceMode(value) => (2, *value),
                 StateCheck::Autocast(value) => (4, *value),
+                StateCheck::DefaultDtype { code: Some(code), .. }
+                    if modes.is_some_and(|m| m.default_dtype.is_none_or(|c| c == *code)) =>
+                {
+                    modes = modes.map(|m| ExpectedModes { default_dtype: Some(*code), ..m });
+                    continue;
+                }
                 _ => {
                     others.push(index);
                     continue;
@@ -338,16 +346,18 @@ impl ExpectedModes {
             modes = modes.filter(|m| m.mask & bit == 0 || m.expected & bit == want).map(|m| ExpectedModes {
                 mask: m.mask | bit,
                 expected: m.expected | want,
+                ..m
             });
         }
         (modes, others)
     }
 
-    /// Whether `modes` have the expected values.
+    /// Whether `modes` have the expected values, and the default dtype too.
     #[inline]
-    pub fn pass(self, modes: Modes) -> bool {
+    pub fn pass(self, modes: Modes, torch: &TorchState) -> bool {
         let bits = u8::from(modes.grad) | u8::from(modes.inference) << 1 | u8::from(modes.autocast) << 2;
         bits & self.mask == self.expected
+            && self.default_dtype.is_none_or(|code| torch.fast.and_then(|f| f.default_scalar_type()) == Some(code))
     }
 }
 

@@ -192,13 +192,13 @@ impl GuardSet {
     }
 
     /// The torch state checks of the fast path: the three modes from one thread-local
-    /// read compared at once, then the other state checks.
+    /// read compared at once with the default dtype's code, then the other state checks.
     #[inline]
     fn state_passes(&self, torch: &TorchState, py: Python<'_>) -> bool {
         let modes = torch.modes(); // one thread-local read for all of them
         match (modes, self.modes_expected) {
             (Some(read), Some(expected)) => {
-                expected.pass(read) && self.other_state_checks.iter().all(|&i| self.state_checks[i].run(torch, modes, py, None))
+                expected.pass(read, torch) && self.other_state_checks.iter().all(|&i| self.state_checks[i].run(torch, modes, py, None))
             }
             _ => self.state_checks.iter().all(|check| check.run(torch, modes, py, None)),
         }
