@@ -102,11 +102,18 @@ def test_calls_cpython_must_bind_raise_its_errors():
     compiled = fastdynamo.compile(relu_add, backend="eager")
     x = torch.randn(2)
     compiled(x, x)
-    for bad in (lambda g: g(x), lambda g: g(x, x, x), lambda g: g(x, x, y=x), lambda g: g(x, z=x)):
+    assert_same_type_errors(compiled, relu_add, lambda g: g(x), lambda g: g(x, x, x), lambda g: g(x, x, y=x),
+                            lambda g: g(x, z=x))
+
+
+def assert_same_type_errors(compiled, original, *bad_calls):
+    """Each call raises TypeError with the same message on the compiled function and the
+    original (CPython's own binding error)."""
+    for bad in bad_calls:
         with pytest.raises(TypeError) as compiled_error:
             bad(compiled)
         with pytest.raises(TypeError) as eager_error:
-            bad(relu_add)
+            bad(original)
         assert str(compiled_error.value) == str(eager_error.value)
 
 
@@ -178,12 +185,8 @@ def test_star_args_binding_errors_are_cpythons():
     compiled, _ = compile_recorded(f)
     x = torch.randn(2)
     same(compiled(x, x, k=x), f(x, x, k=x))
-    for bad in (lambda g: g(x), lambda g: g(x, k=x, z=1), lambda g: g(x, x=x, k=x), lambda g: g(k=x)):
-        with pytest.raises(TypeError) as compiled_error:
-            bad(compiled)
-        with pytest.raises(TypeError) as eager_error:
-            bad(f)
-        assert str(compiled_error.value) == str(eager_error.value)
+    assert_same_type_errors(compiled, f, lambda g: g(x), lambda g: g(x, k=x, z=1), lambda g: g(x, x=x, k=x),
+                            lambda g: g(k=x))
 
 
 def test_the_star_args_tuple_and_kwargs_dict_are_new_each_call():

@@ -11,6 +11,7 @@ from typing import Any, Callable
 
 import pytest
 import torch
+from models.zoo import LSTMClassifier  # tests/models' lstm
 from torch._dispatch.python import enable_python_dispatcher
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import DimDynamic, StatelessSymbolicContext
@@ -635,19 +636,6 @@ class RmsRotary(torch.nn.Module):
         return q * torch.cat((angles.cos(), angles.cos())[:1], dim=0) + rotated * angles.sin()
 
 
-class LastStep(torch.nn.Module):
-    """An LSTM's output at the last step (tests/models' lstm)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.lstm = torch.nn.LSTM(16, 32, batch_first=True)
-        self.head = torch.nn.Linear(32, 4)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out, _ = self.lstm(x)
-        return self.head(out[:, -1])
-
-
 def _capture(module: torch.nn.Module, inputs: list[torch.Tensor], rules: bool, monkeypatch) -> tuple:
     monkeypatch.setattr(config, "symbolic_shape_rules", rules)
     fn, recorder = compiled(module.eval(), dynamic=True)
@@ -662,7 +650,7 @@ def _capture(module: torch.nn.Module, inputs: list[torch.Tensor], rules: bool, m
 @pytest.mark.parametrize("module,shapes", [(ConvBlock, [(2, 3, 8, 8), (5, 3, 6, 7)]),
                                            (Mlp, [(2, 5, 16), (3, 9, 16)]),
                                            (RmsRotary, [(2, 5, 16), (3, 9, 16)]),
-                                           (LastStep, [(2, 8, 16), (5, 8, 16)])])
+                                           (LSTMClassifier, [(2, 8, 16), (5, 8, 16)])])
 def test_captures_are_the_same_with_and_without_rules(module: Callable, shapes: list, monkeypatch) -> None:
     torch.manual_seed(0)
     model = module()
