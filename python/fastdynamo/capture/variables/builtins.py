@@ -73,11 +73,8 @@ class BuiltinVariable(CallableVariable):
                 return result
         if self.fn in PURE_BUILTINS and all(a.is_python_constant() for a in args) \
                 and all(v.is_python_constant() for v in kwargs.values()):
-            try:
-                value = self.fn(*[a.as_python_constant() for a in args],
-                                **{k: v.as_python_constant() for k, v in kwargs.items()})
-            except Exception as err:  # noqa: BLE001 - eager run raises the real error
-                raise unsupported(f"{self.fn.__name__}(...) raised {type(err).__name__}: {err}") from err
+            value = constant_call(self.fn, *[a.as_python_constant() for a in args],
+                                  **{k: v.as_python_constant() for k, v in kwargs.items()})
             if isinstance(value, (enumerate, zip, reversed, map, filter)) or type(value).__name__.endswith("iterator"):
                 return IteratorVariable([wrap_constant_result(v) for v in value])
             return wrap_constant_result(value)
@@ -299,7 +296,7 @@ def _sum(tx, iterable, start=None):
     from ..operators import binary_op
 
     total = start if start is not None else ConstantVariable(0)
-    if start is not None and start.python_type() in (str, bytes, bytearray):
+    if start is not None and issubclass(start.python_type(), (str, bytes, bytearray)):
         raise unsupported(f"sum() of {start.python_type().__name__} (TypeError: sum() can't sum them)")
     for item in iterable.unpack_var_sequence(tx):
         total = binary_op(tx, operator.add, total, item)
