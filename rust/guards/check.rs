@@ -268,10 +268,8 @@ impl StateCheck {
                 (ok, &|| "torch's global module hooks are empty, got a hook".to_owned())
             }
             StateCheck::DefaultDtype { expected, code } => {
-                if let (Some(code), Some(fast)) = (code, torch.fast) {
-                    if fast.default_scalar_type() == Some(*code) {
-                        return true;
-                    }
+                if code.is_some() && torch.default_scalar_type() == *code {
+                    return true;
                 }
                 let got = torch.default_dtype(py);
                 let ok = got.as_ref().is_some_and(|d| d.as_ptr() == expected.as_ptr());
@@ -311,7 +309,7 @@ fn default_dtype_code(dtype: &Bound<'_, PyAny>) -> Option<i8> {
 
 /// The grad, inference and autocast mode checks of a guard set as bits: which modes are
 /// checked (`mask`) and the values they must have (`expected`), so the fast path compares
-/// them at once. Bits: grad 1, inference 2, autocast 4.
+/// them at once (bits: grad 1, inference 2, autocast 4), with the default dtype's code.
 #[derive(Clone, Copy)]
 pub struct ExpectedModes {
     mask: u8,
@@ -357,7 +355,7 @@ impl ExpectedModes {
     pub fn pass(self, modes: Modes, torch: &TorchState) -> bool {
         let bits = u8::from(modes.grad) | u8::from(modes.inference) << 1 | u8::from(modes.autocast) << 2;
         bits & self.mask == self.expected
-            && self.default_dtype.is_none_or(|code| torch.fast.and_then(|f| f.default_scalar_type()) == Some(code))
+            && self.default_dtype.is_none_or(|code| torch.default_scalar_type() == Some(code))
     }
 }
 
@@ -414,6 +412,12 @@ impl TorchState {
     fn flag(reader: &Py<PyAny>, py: Python<'_>) -> Option<bool> {
         let result = reader.bind(py).call0().ok()?;
         Some(result.as_ptr() == pyo3::types::PyBool::new(py, true).as_ptr())
+    }
+
+    /// The default dtype's `c10::ScalarType` code read in C++, when the fast readers can.
+    #[inline]
+    fn default_scalar_type(&self) -> Option<i8> {
+        self.fast.and_then(super::torch_tls::FastTorchState::default_scalar_type)
     }
 
     fn default_dtype<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {

@@ -83,9 +83,9 @@ pub struct GuardSet {
     /// then the other roots, in spec order: those the globals' or builtins' version tag
     /// answers (`versioned.rs`), then the rest.
     argument_tensors: Vec<(usize, Arc<TensorCheck>)>,
-    /// The grad, inference and autocast mode checks as one comparison of their bits
-    /// (fast path; None when a mode is checked against both values), and the indices of
-    /// the other state checks.
+    /// The grad, inference and autocast mode checks as one comparison of their bits, with
+    /// the default dtype's C++ code (fast path; None when a mode is checked against both
+    /// values), and the indices of the other state checks.
     modes_expected: Option<ExpectedModes>,
     other_state_checks: Vec<usize>,
     versioned_globals: VersionedRoots,
