@@ -1,7 +1,8 @@
 """Property test: what a trace relied on changes between two calls. Generated programs
 read classes, instances, functions, dicts, builtins and torch's state (attributes and
 their absence, ``getattr`` defaults, ``hasattr``, operators a class may or may not
-define, methods, default arguments, code objects, globals); between the first and the
+define, methods, default arguments, code objects, globals, the default dtype and
+torch.backends flags); between the first and the
 second compiled call one generated change is made to that world (a class gains an
 attribute, an operator or ``__getattr__``, a method or a function's code is replaced, a
 global or builtin is rebound...). The second call must give eager's answer after the
@@ -73,6 +74,8 @@ STATEMENTS = [
     "a = a + type(obj).scale + (type(obj) is Child) + len(type(obj).__name__)",
     "a = net(a) + net.training",
     "a = net.block(a) + getattr(net, 'extra', {c})",
+    "a = a + torch.ones(3) * 1.5 + (torch.get_default_dtype() is torch.float64) * {c}",
+    "a = a * (2 if torch.backends.cudnn.deterministic else 3) + torch.backends.mkldnn.enabled",
 ]
 RETURNS = ["return a, log", "return a, log, obj.n"]
 # Changes to the world between the two calls (`w` is the world's namespace).
@@ -101,6 +104,9 @@ CHANGES = [
     "type(w['table']).__len__ = lambda self: 53",
     "w['obj'].__class__ = w['Base']",
     "torch.set_num_threads(3 - min(torch.get_num_threads(), 2))",
+    "torch.set_default_dtype(torch.float64)",
+    "torch.backends.cudnn.deterministic = not torch.backends.cudnn.deterministic",
+    "torch.backends.mkldnn.enabled = not torch.backends.mkldnn.enabled",
     "w['net'].eval()",
     "w['net'].scale = 5.0",
     "w['net'].block = torch.nn.Tanh()",
@@ -117,9 +123,25 @@ BREAKING_CHANGES = {"w['net'].register_forward_hook": ("has hooks", ("net(",)),
 _CHANGE_CODE = {change: compile(change, "<change>", "exec") for change in CHANGES}
 
 
+def _torch_state() -> tuple:
+    """The global torch state the changes touch, to give back after each change."""
+    return (torch.get_num_threads(), torch.get_default_dtype(), torch.backends.cudnn.deterministic,
+            torch.backends.mkldnn.enabled)
+
+
+def _restore(state: tuple) -> None:
+    threads, dtype, deterministic, mkldnn = state
+    torch.set_num_threads(threads)
+    torch.set_default_dtype(dtype)
+    torch.backends.cudnn.deterministic = deterministic
+    torch.backends.mkldnn.enabled = mkldnn
+
+
 def _outcome(fn):
     try:
-        return fn(torch.arange(3.0)), None
+        # (float32 whatever the default dtype: the input's own guard must not be what
+        # notices a new default)
+        return fn(torch.arange(3.0, dtype=torch.float32)), None
     except Exception as err:  # noqa: BLE001 - compared with the other run's
         return None, (type(err), str(err))
 
@@ -139,7 +161,7 @@ def test_a_change_after_the_trace_gives_eagers_answer(program):
     source, change = program
     eager = build_program(source, make_world(), "<generated-changes>")
     prog = build_program(source, make_world(), "<generated-changes>")
-    threads = torch.get_num_threads()
+    state = _torch_state()
     fastdynamo.reset()
     recorder = Recorder()
     why = next((reason for text, (reason, calls) in BREAKING_CHANGES.items()
@@ -149,7 +171,7 @@ def test_a_change_after_the_trace_gives_eagers_answer(program):
         for round_ in ("before", "after"):
             if round_ == "after":
                 for fn in (eager, prog):
-                    torch.set_num_threads(threads)  # each world changes from the same state
+                    _restore(state)  # each world changes from the same state
                     exec(_CHANGE_CODE[change], {"torch": torch}, {"w": fn.__globals__})  # noqa: S102
             expected, expected_error = _outcome(eager)
             actual, actual_error = _outcome(compiled)
@@ -162,5 +184,5 @@ def test_a_change_after_the_trace_gives_eagers_answer(program):
         else:
             assert reasons and all(why in r for r in reasons), (reasons, source, change)
     finally:
-        torch.set_num_threads(threads)
+        _restore(state)
         fastdynamo.reset()
