@@ -1,6 +1,6 @@
 """Property test: generated programs that break the graph (data-dependent branches and
 loops, ``.item()``/``bool``/``int`` of tensors, prints into a buffer, mutations of a
-Python object and a list), mixed with the capturable statements of
+Python object and a list, errors the program's constant Python raises), mixed with the capturable statements of
 test_generated_programs.py and nested in ``with``/``for``/``try``/``if`` blocks, give
 the same results, printed text, object state and grad mode compiled as eager."""
 from __future__ import annotations
@@ -9,10 +9,13 @@ import io
 import textwrap
 import types
 
+import pytest
 import torch
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 import fastdynamo
+
 from .break_helpers import assert_matches_eager, call, explain
 from .test_generated_programs import STATEMENTS, UNARY, helper
 
@@ -51,6 +54,11 @@ BREAKS = [
     ("a = a if a.sum() > 0 else -a", True),
     ("a = noisy(a, buf)", True),
     ("a = a + count_positive(a, obj)", True),
+    # errors of the user's program in constant Python: raised by the frame as eager raises
+    # them (or caught by a ``try`` block around them), never a compiler error
+    ("if k == {c}:\n    a = a + max([])", True),
+    ("a = a + {c} // (k - {c})", True),
+    ("a = a + sorted([k, {c}], key=lambda v: -v)[0] + len({{k: 1, (k,): 2}})", True),
 ]
 # Mutations of the Python arguments that the trace records and replays (no break).
 EFFECTS = [
@@ -143,7 +151,14 @@ def test_generated_breaks_match_eager(program, seed):
         assert_matches_eager(prog, lambda i: make(i % 2), calls=3, graphs=None)
     except AssertionError as err:
         raise AssertionError(f"{err}\n{source}") from err.__cause__
-    report = explain(prog, *make(0).args)
+    try:
+        report = explain(prog, *make(0).args)
+    except Exception as err:  # noqa: BLE001 - the program's own error, checked against eager's
+        # (assert_matches_eager compared it already; explain runs the program, so it raises too)
+        with pytest.raises(type(err)):
+            prog(*make(0).args)
+        fastdynamo.reset()
+        return
     lines = source.count("\n")
     for brk in report.break_reasons:
         filename, line = brk.location.rsplit(":", 1)
