@@ -25,7 +25,7 @@ if not torch.cuda.is_available():
 import torch.nn.functional as F  # noqa: E402
 
 import fastdynamo  # noqa: E402
-from fastdynamo.backends.triton import cache  # noqa: E402
+from fastdynamo.backends.kernels import cache  # noqa: E402
 from fastdynamo.convert_frame import Recorder  # noqa: E402
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 import fastdynamo
-from fastdynamo.backends.triton import cache
+from fastdynamo.backends.kernels import cache
 
 from .helpers import compiled
 
@@ -26,7 +26,7 @@ GOLDEN = Path(__file__).parent.parent / "triton" / "golden"
 SCRIPT = textwrap.dedent("""
     import json, sys, torch
     import fastdynamo
-    from fastdynamo.backends.triton import cache
+    from fastdynamo.backends.kernels import cache
     from fastdynamo.convert_frame import Recorder
 
     def fn(x, bias):
@@ -54,13 +54,13 @@ def test_second_process_reuses_the_symbolic_kernels_for_another_size(tmp_path, s
     first = _run(subprocess_env(cache_dir=tmp_path), 3, 5)
     assert first["ok"] and first["graphs"] == 1 and first["sizes"] == ["s0", "s1"]
     assert first["stats"].get("codegen") == 1 and first["stats"].get("writes") == 1
-    written = sorted((tmp_path / "triton").iterdir())
+    written = sorted((tmp_path / "modules").iterdir())
 
     second = _run(subprocess_env(cache_dir=tmp_path), 6, 11)
     assert second["ok"] and second["graphs"] == 1 and second["path"] == first["path"]
     assert second["stats"].get("codegen", 0) == 0 and second["stats"].get("writes", 0) == 0
     assert second["stats"].get("disk_hits") == 1
-    assert sorted((tmp_path / "triton").iterdir()) == written
+    assert sorted((tmp_path / "modules").iterdir()) == written
 
 
 def scale_softmax(x, bias):

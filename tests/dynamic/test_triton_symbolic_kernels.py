@@ -14,7 +14,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from fastdynamo.backends.triton import cache
+from fastdynamo.backends.kernels import cache
 
 from .helpers import compiled
 

@@ -10,24 +10,24 @@ import pytest
 import torch
 
 import fastdynamo
-from fastdynamo.backends.triton import cache
+from fastdynamo.backends.kernels import cache
 
 from .helpers import run_python
 
 TWO_INPUTS = """
 import json, torch, fastdynamo
-from fastdynamo.backends.triton import cache
+from fastdynamo.backends.kernels import cache
 f = fastdynamo.compile(lambda x, y: x + y)
 x = torch.arange(4.0)
 y = x if {same} else torch.ones(4)
 out = f(x, y)
 print(json.dumps({{"ok": torch.equal(out, x + y), "codegen": cache.STATS["codegen"], "kernels": len(
-    [p for p in __import__("pathlib").Path(cache.cache_root(), "triton").glob("*.py")])}}))
+    [p for p in __import__("pathlib").Path(cache.cache_root(), "modules").glob("*.py")])}}))
 """
 
 DEFAULT_DTYPE = """
 import json, torch, fastdynamo
-from fastdynamo.backends.triton import cache
+from fastdynamo.backends.kernels import cache
 if {float64}:
     torch.set_default_dtype(torch.float64)
 h = lambda x: x * 2 + torch.ones(3)

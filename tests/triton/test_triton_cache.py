@@ -10,7 +10,8 @@ from pathlib import Path
 
 SCRIPT = textwrap.dedent("""
     import json, torch
-    from fastdynamo.backends.triton import compile_graph, cache
+    from fastdynamo.backends.kernels import cache
+    from fastdynamo.backends.triton import compile_graph
     def fn(x, w):
         return torch.nn.functional.layer_norm(x, (8,), w) @ w.expand(8, 8), torch.softmax(x, 0)
     x, w = torch.randn(4, 8), torch.randn(8)
@@ -31,7 +32,7 @@ def _run(env: dict[str, str]) -> dict:
 def test_second_process_writes_nothing_and_skips_codegen(tmp_path, subprocess_env):
     first = _run(subprocess_env(cache_dir=tmp_path))
     assert first["ok"] and first["stats"].get("codegen") == 1 and first["stats"].get("writes") == 1
-    files = sorted((tmp_path / "triton").iterdir())
+    files = sorted((tmp_path / "modules").iterdir())
     assert [f.suffix for f in files] == [".py"]
     before = {f: (f.stat().st_mtime_ns, f.stat().st_size) for f in files}
 
@@ -39,18 +40,19 @@ def test_second_process_writes_nothing_and_skips_codegen(tmp_path, subprocess_en
     assert second["ok"] and second["path"] == first["path"] and second["kernels"] == first["kernels"]
     assert second["stats"].get("codegen", 0) == 0 and second["stats"].get("writes", 0) == 0
     assert second["stats"].get("disk_hits") == 1
-    after = {f: (f.stat().st_mtime_ns, f.stat().st_size) for f in sorted((tmp_path / "triton").iterdir())}
+    after = {f: (f.stat().st_mtime_ns, f.stat().st_size) for f in sorted((tmp_path / "modules").iterdir())}
     assert after == before
 
 
 def test_key_changes_with_input_metadata(fresh_cache):
     import torch
 
-    from fastdynamo.backends.triton import cache, compile_graph
+    from fastdynamo.backends.kernels import cache
+    from fastdynamo.backends.triton import compile_graph
 
     tmp_path = fresh_cache.disk()
     gm = torch.fx.symbolic_trace(lambda x: x + 1)
     paths = {compile_graph(gm, [t]).source_path for t in
              (torch.randn(4), torch.randn(5), torch.randn(4, dtype=torch.float16), torch.randn(8)[::2])}
-    assert len(paths) == 4 and all(Path(p).parent == tmp_path / "triton" for p in paths)
-    assert cache.module_path("abc").parent == tmp_path / "triton"
+    assert len(paths) == 4 and all(Path(p).parent == tmp_path / "modules" for p in paths)
+    assert cache.module_path("abc").parent == tmp_path / "modules"

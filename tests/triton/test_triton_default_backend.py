@@ -131,7 +131,7 @@ def test_cpu_without_interpreter_runs_the_plain_graph_and_says_so_once(tmp_path,
     """, subprocess_env(interpreter=False))
     (message,) = _backend_log(result)
     assert "graphs run as ATen ops: CPU tensors without TRITON_INTERPRET=1" in message
-    assert not (tmp_path / "triton").exists()  # no code generated
+    assert not (tmp_path / "modules").exists()  # no code generated
 
 
 def test_using_the_backend_early_does_not_import_triton(tmp_path, subprocess_env):

@@ -14,9 +14,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from fastdynamo.backends.triton import TritonOptions, fusion
-from fastdynamo.backends.triton.fusion import fuse
-from fastdynamo.backends.triton.lowering import lower, trace_aten
+from fastdynamo.backends.kernels import fusion
+from fastdynamo.backends.triton import TritonOptions
+from fastdynamo.backends.kernels.fusion import fuse
+from fastdynamo.backends.kernels.lowering import lower, trace_aten
 
 GOLDEN_COUNTS = Path(__file__).parent / "golden" / "kernel_counts.json"
 LOOPED = TritonOptions(persistent_max=8, config_overrides=(("looped_reduction", ({"XBLOCK": 2, "RBLOCK": 8},)),))

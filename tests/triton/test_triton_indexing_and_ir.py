@@ -4,12 +4,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from fastdynamo.backends.triton import indexing
-from fastdynamo.backends.triton.fusion import fuse, inline_broadcast_inputs
-from fastdynamo.backends.triton.indexing import Var, add, floordiv, mod, mul, render
-from fastdynamo.backends.triton.ir import (Constant, InputNode, IRVerificationError, KernelGraph, Load, Op,
+from fastdynamo.backends.kernels import indexing
+from fastdynamo.backends.kernels.fusion import fuse, inline_broadcast_inputs
+from fastdynamo.backends.kernels.indexing import Var, add, floordiv, mod, mul, render
+from fastdynamo.backends.kernels.ir import (Constant, InputNode, IRVerificationError, KernelGraph, Load, Op,
                                            OutputRef, PointwiseNode)
-from fastdynamo.backends.triton.lowering import lower, trace_aten
+from fastdynamo.backends.kernels.lowering import lower, trace_aten
 
 
 def test_simplifies_split_then_merge_back_to_the_variable():

@@ -6,8 +6,8 @@ import pytest
 import sympy
 from torch.utils._sympy.functions import FloorDiv
 
-from fastdynamo.backends.triton import indexing, sizes
-from fastdynamo.backends.triton.indexing import Var, render
+from fastdynamo.backends.kernels import indexing, sizes
+from fastdynamo.backends.kernels.indexing import Var, render
 
 s0, s1, s2 = (sizes.size_symbol(i) for i in range(3))
 v0 = sizes.value_symbol(0)
@@ -41,7 +41,7 @@ def test_kernel_sizes_render_only_what_triton_spells():
     assert sizes.render_kernel_size(s0 * s1 - 1) == "((-1) + s0*s1)"
     assert sizes.render_kernel_size(FloorDiv(s0, 2)) == "(s0 // 2)"
     for unspellable in (sympy.Max(s0, 3), 1 / s0, s0 / 2):
-        with pytest.raises(sizes.SymbolicRefused, match="no Triton spelling"):
+        with pytest.raises(sizes.SymbolicRefused, match="no kernel spelling"):
             sizes.render_kernel_size(unspellable)
 
 

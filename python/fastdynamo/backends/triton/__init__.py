@@ -1,10 +1,10 @@
 """The ``"triton"`` backend: captured FX graphs -> fused, generated Triton kernels.
 
-Pipeline (one module each): :mod:`lowering` (FX -> ATen through decompositions ->
-kernel IR, :mod:`ir`), :mod:`fusion` (greedy grouping into kernels), :mod:`render`
-with :mod:`templates` and :mod:`ops` (Triton source), :mod:`wrapper` (the Python module
-that allocates and launches), :mod:`cache` (on-disk, keyed by graph hash) and
-:mod:`runtime` (launchers). :mod:`compiler` ties them together.
+The pipeline is the shared kernel generator (:mod:`fastdynamo.backends.kernels`:
+lowering to the kernel IR, fusion, the wrapper module, the cache); this package is its
+Triton half: :mod:`render` with :mod:`templates` and :mod:`op_rules` (Triton source),
+:mod:`runtime` (launchers, the interpreter check) and :mod:`target` (which inputs get
+kernels, the cache key).
 
 >>> import torch
 >>> from fastdynamo.backends import lookup_backend
@@ -16,12 +16,21 @@ that allocates and launches), :mod:`cache` (on-disk, keyed by graph hash) and
 from __future__ import annotations
 
 from .. import register_backend
-from .compiler import CompiledGraph, TritonOptions, compile_graph
+from ..kernels import compiler
+from ..kernels.compiler import CompiledGraph
+from .target import CPU_WITHOUT_INTERPRETER, TritonOptions, TritonTarget
 
-__all__ = ["CompiledGraph", "TritonOptions", "compile_graph", "triton_backend"]
+__all__ = ["CPU_WITHOUT_INTERPRETER", "CompiledGraph", "TritonOptions", "TritonTarget", "compile_graph",
+           "triton_backend"]
+
+
+def compile_graph(gm, example_inputs, options: TritonOptions | None = None):
+    """``backend(gm, example_inputs)`` with explicit options: a :class:`CompiledGraph`, or
+    the graph's forward when it runs as ATen ops (see :mod:`fastdynamo.backends.kernels.compiler`)."""
+    return compiler.compile_graph(gm, list(example_inputs), TritonTarget(options or TritonOptions.from_env()))
 
 
 @register_backend("triton")
-def triton_backend(graph_module, example_inputs) -> CompiledGraph:
-    """Compile ``graph_module`` for inputs like ``example_inputs``; see :mod:`compiler`."""
+def triton_backend(graph_module, example_inputs):
+    """Compile ``graph_module`` for inputs like ``example_inputs`` with Triton kernels."""
     return compile_graph(graph_module, list(example_inputs))

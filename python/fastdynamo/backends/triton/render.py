@@ -12,8 +12,8 @@ result runs in the pass after it); values needed in a later pass are recomputed 
 from their inputs, never stored.
 
 >>> import torch
->>> from fastdynamo.backends.triton.lowering import trace_aten, lower
->>> from fastdynamo.backends.triton.fusion import fuse
+>>> from fastdynamo.backends.kernels.lowering import trace_aten, lower
+>>> from fastdynamo.backends.kernels.fusion import fuse
 >>> schedule = fuse(lower(trace_aten(torch.fx.symbolic_trace(lambda x: x.exp() + 1), [torch.randn(8)]).graph_module))
 >>> kernel = render_kernel(schedule, schedule.kernels()[0], persistent_max=1024)
 >>> "tl.exp(" in kernel.source and kernel.template == "pointwise"
@@ -27,28 +27,20 @@ from dataclasses import dataclass, field
 
 import torch
 
-from . import indexing, sizes, templates
-from .fusion import KernelGroup, Schedule
-from .ir import Constant, IndexValue, Load, Op, PointwiseNode, ReductionNode, SizeValue, compute_dtype
-from .ops import (
-    POINTWISE_RULES,
-    REDUCTION_RULES,
-    accumulator_dtype,
-    reduction_identity,
-    render_literal,
-    triton_dtype,
-)
+from ..kernels import indexing, sizes
+from ..kernels.fusion import KernelGroup, Schedule
+from ..kernels.ir import Constant, IndexValue, Load, Op, PointwiseNode, ReductionNode, SizeValue, iter_loads
+from ..kernels.opset import PointwiseOp, accumulator_dtype, compute_dtype, reduction_identity
+from ..kernels.target import RenderedKernel
+from . import templates
+from .op_rules import COMBINE_HELPERS, POINTWISE_RULES, REDUCTION_RULES, render_literal, triton_dtype
 
 
 @dataclass
-class RenderedKernel:
-    name: str
-    source: str
-    template: str
-    params: list  # buffer names, then size symbols, in the kernel's parameter order
-    xnumel: sizes.Size
-    rnumel: sizes.Size
-    size_params: list = field(default_factory=list)  # the symbols among params
+class TritonKernel(RenderedKernel):
+    """A rendered Triton kernel and the template (launch shape) it uses."""
+
+    template: str = "pointwise"
 
 
 @dataclass
@@ -148,7 +140,7 @@ class _KernelRenderer:
     def operation(self, scope: _Scope, op: Op, var_map: dict) -> _Value:
         args = [self.value(scope, arg, var_map) for arg in op.args]
         result_dtype = compute_dtype(op.dtype)
-        if op.name == "cast":
+        if op.name is PointwiseOp.CAST:
             return self.cast(scope, args[0], op.params[0])
         if args and all(a.constant is not None for a in args):
             # All-literal operands would make a Python scalar; anchor the first as a tensor.
@@ -283,7 +275,7 @@ class _KernelRenderer:
         return lines
 
     # ---- kernels ---------------------------------------------------------------------------
-    def render(self) -> RenderedKernel:
+    def render(self) -> TritonKernel:
         body = getattr(self, f"_body_{self.template}")()
         xnumel, rnumel = sizes.render_kernel_size(self.xnumel), sizes.render_kernel_size(self.rnumel)
         # the size symbols this kernel reads (generated names never clash with s<N>)
@@ -293,8 +285,8 @@ class _KernelRenderer:
         source = templates.KERNEL_TEMPLATES[self.template].format(
             name=self.group.name, params=params, xnumel=xnumel, rnumel=rnumel, widen=widen, body=body,
             decorator=templates.jit_decorator(used), sizes=templates.size_prologue(used, widen))
-        return RenderedKernel(self.group.name, source, self.template, [*self.params, *used], self.xnumel,
-                              self.rnumel, used)
+        return TritonKernel(self.group.name, source, [*self.params, *used], self.xnumel, self.rnumel, used,
+                            self.template)
 
     def _body_pointwise(self) -> str:
         scope = _Scope("    ")
@@ -349,8 +341,6 @@ def _reduction_depths(group: KernelGroup, nodes: dict) -> dict:
     depths: dict = {}
 
     def expr_depth(expr) -> int:
-        from .ir import iter_loads
-
         deepest = 0
         for load in iter_loads(expr):
             if load.buffer in members:
@@ -368,6 +358,40 @@ def _reduction_depths(group: KernelGroup, nodes: dict) -> dict:
     return depths
 
 
-def render_kernel(schedule: Schedule, group: KernelGroup, persistent_max: int) -> RenderedKernel:
+def render_kernel(schedule: Schedule, group: KernelGroup, persistent_max: int) -> TritonKernel:
     """Source of the Triton kernel for ``group`` (see the module docstring)."""
     return _KernelRenderer(schedule, group, persistent_max).render()
+
+
+class TritonRenderer:
+    """The :class:`kernels.target.Renderer` for Triton: kernels are ``@triton.jit``
+    functions in the generated module, each launched through a ``KernelLauncher``."""
+
+    spelling = indexing.PYTHON
+
+    def __init__(self, persistent_max: int = 1024, config_overrides: dict | None = None):
+        self.persistent_max = persistent_max
+        self.config_overrides = dict(config_overrides or {})
+
+    def module_header(self) -> str:
+        return templates.MODULE_HEADER + "\n" + COMBINE_HELPERS
+
+    def render_kernel(self, schedule: Schedule, group: KernelGroup) -> TritonKernel:
+        return render_kernel(schedule, group, self.persistent_max)
+
+    def kernel_section(self, kernels: list) -> str:
+        lines = [kernel.source for kernel in kernels]
+        launchers = []
+        for kernel in kernels:
+            configs = templates.launch_configs(kernel.template, kernel.xnumel, kernel.rnumel,
+                                               tuple(self.config_overrides.get(kernel.template, ())))
+            static = [size if isinstance(size, int) else None for size in (kernel.xnumel, kernel.rnumel)]
+            launchers.append(f"{kernel.name}_launcher = _triton_runtime.KernelLauncher({kernel.name}, "
+                             f"{kernel.template!r}, {static[0]}, {static[1]}, {configs!r})")
+        return "\n".join(lines) + "\n\n" + "\n".join(launchers) + "\n"
+
+    def launch_line(self, kernel: RenderedKernel, size_arguments: str) -> str:
+        return f"{kernel.name}_launcher({', '.join(kernel.params)}{size_arguments})"
+
+    def allocation(self, name: str, shape: str, stride: str, dtype: torch.dtype) -> str:
+        return f"{name} = torch.empty_strided({shape}, {stride}, dtype={dtype}, device=device)"

@@ -1,4 +1,5 @@
-"""What generated wrappers call at run time: kernel launchers and layout fix-ups.
+"""What generated Triton wrappers call at run time: kernel launchers, and whether kernels
+can run in Triton's interpreter.
 
 A :class:`KernelLauncher` holds one kernel, its static sizes (or, for a kernel whose
 sizes are launch arguments, the number of rows of the call: the grid follows it) and
@@ -122,16 +123,3 @@ class KernelLauncher:
         best = min(timings, key=lambda pair: pair[0])[1]
         logger.debug("picked %s for %s (%s)", best, self.kernel, timings)
         return best
-
-
-def with_strides(tensor: torch.Tensor, shape: tuple, stride: tuple) -> torch.Tensor:
-    """``tensor`` in the layout kernels were generated for (an extern may pick another).
-
-    >>> with_strides(torch.ones(2, 3).t(), (3, 2), (2, 1)).stride()
-    (2, 1)
-    """
-    if tuple(tensor.stride()) == tuple(stride) or tensor.numel() <= 1:
-        return tensor
-    out = torch.empty_strided(shape, stride, dtype=tensor.dtype, device=tensor.device)
-    out.copy_(tensor)
-    return out

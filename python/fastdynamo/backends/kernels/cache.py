@@ -1,8 +1,9 @@
-"""On-disk cache of generated modules, keyed by a hash of the graph and its inputs.
+"""On-disk cache of generated wrapper modules, keyed by a hash of the graph and its inputs.
 
-``triton.jit`` reads kernel source through ``inspect``, so generated code must live in
-real files: each graph's module is written once to ``<cache dir>/triton/<key>.py`` and
-imported from there. A later process that compiles the same graph (same code, input
+Every kernel target generates a Python module per graph (the wrapper, with the Triton
+kernels or the C++ translation unit in it). ``triton.jit`` reads kernel source through
+``inspect``, so generated code must live in real files: each graph's module is written
+once to ``<cache dir>/modules/<key>.py`` and imported from there. A later process that compiles the same graph (same code, input
 metadata, options and versions) finds the file and skips tracing and code generation.
 ``STATS`` counts what happened, for tests and logs.
 
@@ -26,7 +27,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Callable
 
-logger = logging.getLogger("fastdynamo.backends.triton")
+logger = logging.getLogger("fastdynamo.backends.kernels")
 
 STATS: collections.Counter = collections.Counter()
 _LOADED: dict[str, ModuleType] = {}
@@ -42,7 +43,7 @@ def cache_root() -> Path:
 
 
 def module_path(key: str) -> Path:
-    return cache_root() / "triton" / f"{key}.py"
+    return cache_root() / "modules" / f"{key}.py"
 
 
 def hash_key(*parts: object) -> str:

@@ -27,9 +27,10 @@ from torch.utils import _pytree as pytree
 
 from . import aten_rules
 from .decompositions import decomposition_table
+from .externs import fast_spelling
 from .indexing import Var
 from .ir import BufferArg, ExternNode, ExternOutput, InputNode, KernelGraph, OutputRef
-from .ops import SUPPORTED_DTYPES
+from .opset import DTYPES
 from .sizes import Size, SymbolicRefused
 from .views import TensorValue
 
@@ -258,15 +259,18 @@ class _Lowering:
         return functional
 
     def lower_extern(self, node, target, args, kwargs, meta) -> object:
-        def to_arg(value):
+        computed = {n.name for n in self.graph.nodes if n.kind in ("pointwise", "reduction")}
+
+        def to_arg(value, fake):
             if isinstance(value, TensorValue):
-                return BufferArg(value.base, value.view_chain)
-            if isinstance(value, tuple) and value and all(isinstance(v, TensorValue) for v in value):
-                raise UnsupportedGraph("a multi-output value passed whole to an op")
+                layout = None
+                if value.view_chain and value.base in computed and fake is not None and _is_static(fake):
+                    layout = (tuple(fake.shape), tuple(fake.stride()), fake.storage_offset())
+                return BufferArg(value.base, value.view_chain, layout)
             return value
 
-        extern_args = pytree.tree_map(to_arg, args)
-        extern_kwargs = pytree.tree_map(to_arg, kwargs)
+        extern_args = _map_pairs(to_arg, args, _fakes(node.args))
+        extern_kwargs = _map_pairs(to_arg, kwargs, _fakes(dict(node.kwargs)))
         name = self.fresh_name()
         outputs: list[ExternOutput] = []
         paths: list[tuple] = []
@@ -284,17 +288,44 @@ class _Lowering:
             outputs.append(ExternOutput(out_name, self.shape_of(leaf), self.stride_of(leaf), leaf.dtype))
             paths.append(() if isinstance(meta, torch.Tensor) else (position,))
             values.append(TensorValue.of_buffer(out_name, self.shape_of(leaf), leaf.dtype))
-        self.graph.add(ExternNode(name, target, extern_args, extern_kwargs, tuple(outputs), tuple(paths)))
+        spelling = None
+        fake_args, fake_kwargs = _fakes(node.args), _fakes(dict(node.kwargs))
+        if all(_is_static(v) for v in pytree.tree_leaves((fake_args, fake_kwargs))):
+            spelling = fast_spelling(target, fake_args, fake_kwargs)
+        self.graph.add(ExternNode(name, target, extern_args, extern_kwargs, tuple(outputs), tuple(paths), spelling))
         return values[0] if isinstance(meta, torch.Tensor) else tuple(values)
 
 
 def _check_tensor(meta: torch.Tensor, node: torch.fx.Node, shape: tuple) -> None:
-    if meta.dtype not in SUPPORTED_DTYPES:
+    if meta.dtype not in DTYPES:
         raise UnsupportedGraph(f"{node.name} has dtype {meta.dtype}")
     if 0 in shape:  # a symbolic size is never 0
         raise UnsupportedGraph(f"{node.name} has no elements")
     if meta.layout != torch.strided:
         raise UnsupportedGraph(f"{node.name} is not a strided tensor")
+
+
+def _map_pairs(fn, value, fake):
+    """``fn(leaf, its FakeTensor or None)`` over a nested argument value, keeping its shape."""
+    if isinstance(value, (list, tuple)):
+        fakes = fake if isinstance(fake, (list, tuple)) and len(fake) == len(value) else [None] * len(value)
+        return type(value)(_map_pairs(fn, v, f) for v, f in zip(value, fakes, strict=True))
+    if isinstance(value, dict):
+        fakes = fake if isinstance(fake, dict) else {}
+        return {key: _map_pairs(fn, v, fakes.get(key)) for key, v in value.items()}
+    return fn(value, fake if isinstance(fake, torch.Tensor) else None)
+
+
+def _fakes(value):
+    """``value`` (node arguments) with each graph node replaced by its FakeTensor value."""
+    return pytree.tree_map(lambda a: a.meta.get("val") if isinstance(a, torch.fx.Node) else a, value)
+
+
+def _is_static(value) -> bool:
+    """No symbolic size in ``value`` (a FakeTensor, SymInt or constant)."""
+    if isinstance(value, torch.Tensor):
+        return all(isinstance(s, int) for s in (*value.shape, *value.stride(), value.storage_offset()))
+    return not isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool))
 
 
 def _storages(value) -> set:

@@ -159,16 +159,26 @@ def render_size(value: Size) -> str:
     return PythonPrinter().doprint(value)
 
 
-def render_kernel_size(value: Size) -> str:
-    """Triton source for a size: only ``+``, ``*``, powers and torch's ``//``/``%``
-    (a ``max`` or a float has no spelling there)."""
-    if not isinstance(value, int):
-        from torch.utils._sympy.functions import FloorDiv, PythonMod
+def check_kernel_size(value: Size) -> None:
+    """Refuse a size a kernel cannot compute: only ``+``, ``*``, positive integer powers and
+    torch's ``//``/``%`` have a spelling in every renderer (a ``max`` or a float has none)."""
+    if isinstance(value, int):
+        return
+    from torch.utils._sympy.functions import FloorDiv, PythonMod
 
-        for node in sympy.preorder_traversal(value):
-            negative_power = isinstance(node, sympy.Pow) and not (node.exp.is_Integer and node.exp > 0)
-            if negative_power or not isinstance(node, (*_KERNEL_ATOMS, FloorDiv, PythonMod)):
-                raise SymbolicRefused(f"size {value} has no Triton spelling")
+    for node in sympy.preorder_traversal(value):
+        negative_power = isinstance(node, sympy.Pow) and not (node.exp.is_Integer and node.exp > 0)
+        if negative_power or not isinstance(node, (*_KERNEL_ATOMS, FloorDiv, PythonMod)):
+            raise SymbolicRefused(f"size {value} has no kernel spelling")
+
+
+def render_kernel_size(value: Size) -> str:
+    """Python (and Triton) source for a size inside a kernel, parenthesised when compound.
+
+    >>> render_kernel_size(size_symbol(0) * size_symbol(1)), render_kernel_size(4)
+    ('(s0*s1)', '4')
+    """
+    check_kernel_size(value)
     return f"({render_size(value)})" if not isinstance(value, int) and not value.is_Symbol else render_size(value)
 
 

@@ -1,41 +1,36 @@
-"""Compile an FX graph into a callable: the passes in order, the cache, the fallbacks.
+"""Compile an FX graph into a callable for one kernel target: the passes, the cache, the fallbacks.
 
-``compile_graph`` decides once, from the example inputs, how the graph runs:
+``compile_graph(gm, example_inputs, target)`` decides once, from the example inputs, how
+the graph runs:
 
-* kernels (CUDA tensors, or CPU tensors with Triton's interpreter on): a
-  :class:`CompiledGraph`;
-* ATen ops: CPU tensors without the interpreter (logged once per process), inputs that
-  need autograd (grad mode on and an input or parameter requiring grad), non-tensor
-  inputs, mixed devices, or a graph lowering cannot express, e.g. one that writes to a
-  graph input (the reason is logged and cached). The callable is then the graph's own
-  forward as plain Python (what the ``eager`` backend returns), so this path costs
-  nothing per call; ``fallback_reason`` on it says why.
-
-Nothing here imports ``triton`` unless kernels are generated or run: the CPU/ATen path
-never does, so a process can still set ``TRITON_INTERPRET=1`` later.
+* kernels, when the target can run them on the inputs' device: a :class:`CompiledGraph`;
+* ATen ops: inputs the target cannot run (its ``device_reason``, said once per process
+  when it holds for every graph), inputs that need autograd (grad mode on and an input or
+  parameter requiring grad), non-tensor inputs, mixed devices, a graph lowering cannot
+  express (one that writes to a graph input...), or a machine where the target cannot
+  build its kernels (no C++ compiler). The callable is then the graph's own forward as
+  plain Python (what the ``eager`` backend returns), so this path costs nothing per call;
+  ``fallback_reason`` on it says why.
 
 Deciding at compile time is sound under :func:`fastdynamo.compile`, whose guards pin
-each input's device, dtype, shape, strides and ``requires_grad`` and the grad mode (a
-CUDA input recompiles, and gets kernels). Called directly with other inputs, a
-:class:`CompiledGraph` specialises per input metadata and runs ATen ops per call when
-autograd is needed; the ATen callable is correct for any inputs.
+each input's device, dtype, shape, strides and ``requires_grad`` and the grad mode.
+There the frame calls :attr:`CompiledGraph.guarded`: the generated ``forward`` itself,
+with no check of its own. Called directly with other inputs, a :class:`CompiledGraph`
+specialises per input metadata and runs ATen ops per call when autograd is needed.
 
-A graph captured with symbolic sizes (``dynamic=True``, automatic dynamic) gets one
-module whose kernels take the sizes as launch arguments (:mod:`symbolic`): it serves
-every size its signature matches, and its cache key is the symbolic graph (sizes as
-expressions over ``s0, s1, ...``), so another process finds it whatever the sizes of
-its first call. Sizes the trace would have to branch on, or that no input gives, make
-the graph's kernels per concrete size instead, as for a static graph.
+A graph captured with symbolic sizes gets one module whose kernels take the sizes as
+arguments (:mod:`symbolic`), cached under the symbolic graph; sizes the trace would have
+to branch on, or that no input gives, make its kernels per concrete size instead.
 
 >>> import torch
+>>> from fastdynamo.backends.triton import TritonTarget
 >>> gm = torch.fx.symbolic_trace(lambda x: (x * 2).sum(-1))
->>> compiled = compile_graph(gm, [torch.randn(2, 3)])
+>>> compiled = compile_graph(gm, [torch.randn(2, 3)], TritonTarget())
 >>> torch.allclose(compiled(torch.ones(2, 3)), torch.full((2,), 6.0))
 True
 """
 from __future__ import annotations
 
-import dataclasses
 import functools
 import hashlib
 import logging
@@ -48,41 +43,34 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensor
 from torch.utils import _pytree as pytree
 
-from . import cache, runtime
+from . import cache
 from .fusion import fuse
 from .lowering import UnsupportedGraph, attribute_names, attribute_values, lower, trace_aten
 from .sizes import SymbolicRefused
 from .symbolic import SizePattern, signature_of
+from .target import KernelTarget
 from .wrapper import fallback_module, generate_module, static_only_module
 
-logger = logging.getLogger("fastdynamo.backends.triton")
-FORMAT_VERSION = 2
-CPU_WITHOUT_INTERPRETER = "CPU tensors without TRITON_INTERPRET=1 (set before triton is imported)"
+FORMAT_VERSION = 3
 NEEDS_AUTOGRAD = "inputs require grad with grad mode on (autograd runs the ATen ops until training support exists)"
-_said_for_process: set = set()  # process-wide reasons already logged
+_said_for_process: set = set()  # (target, reason) already logged as process-wide
 
 
-@dataclasses.dataclass(frozen=True)
-class TritonOptions:
-    """Knobs that change generated code (they are part of the cache key).
+class TargetUnavailable(Exception):
+    """The target cannot build or load kernels on this machine (raised by its runtime
+    while loading a generated module); the graph runs as ATen ops with this reason."""
 
-    ``persistent_max``: rows up to this many elements reduce in one block.
-    ``config_overrides``: template kind -> candidate launch configs (tests force small blocks).
-    """
 
-    persistent_max: int = 1024
-    config_overrides: tuple = ()
-
-    @staticmethod
-    def from_env() -> "TritonOptions":
-        return TritonOptions(persistent_max=int(os.environ.get("FASTDYNAMO_TRITON_PERSISTENT_MAX", "1024")))
+def strict() -> bool:
+    """Internal errors of a pass raise instead of falling back (the test suite)."""
+    return os.environ.get("FASTDYNAMO_KERNELS_STRICT", os.environ.get("FASTDYNAMO_TRITON_STRICT")) == "1"
 
 
 def _tensor_meta(t: torch.Tensor) -> tuple:
     return (tuple(t.shape), tuple(t.stride()), t.dtype, t.device)
 
 
-def _inputs_key(inputs: list) -> tuple:
+def inputs_key(inputs: list) -> tuple:
     """What generated code depends on besides the graph: each tensor's metadata and which
     earlier input shares its storage (kernels are generated for that aliasing), each other
     value itself, and the torch state read while tracing (factory functions without a
@@ -103,7 +91,7 @@ def _inputs_key(inputs: list) -> tuple:
 def _symbolic_inputs_key(inputs: list, attributes: list) -> tuple:
     """What a symbolic module depends on besides its signature: which earlier input
     shares each tensor's storage, the (static) attributes' metadata, the torch state."""
-    key = _inputs_key([*inputs, *attributes])
+    key = inputs_key([*inputs, *attributes])
     sharing = tuple(part[1] if part[0] != "value" else None for part in key[0])
     return (sharing, tuple(key[0][len(inputs):]), key[1])
 
@@ -114,12 +102,11 @@ def _trace_time_state() -> tuple:
             torch.are_deterministic_algorithms_enabled())
 
 
-def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: TritonOptions | None = None):
-    """``backend(gm, example_inputs)`` with explicit options (see module docstring): a
+def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, target: KernelTarget):
+    """``backend(gm, example_inputs)`` for ``target`` (see module docstring): a
     :class:`CompiledGraph`, or the graph's forward when it runs as ATen ops."""
-    options = options or TritonOptions.from_env()
     example_inputs = list(example_inputs)
-    compiled = CompiledGraph(gm, options)
+    compiled = CompiledGraph(gm, target)
     reason = compiled.aten_reason(example_inputs, size_inputs=compiled.signature is not None)
     if reason is None and _needs_autograd(compiled.enables_grad, example_inputs + attribute_values(gm, compiled.attribute_names)):
         reason = NEEDS_AUTOGRAD
@@ -129,7 +116,7 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Trito
             return compiled
         reason = compiled.fallback_reason
     else:
-        _say_runs_aten(reason)
+        say_runs_aten(target, reason)
     return aten_forward(gm, reason)
 
 
@@ -157,23 +144,27 @@ def _enables_grad(gm: torch.fx.GraphModule) -> bool:
                and node.args[0] for node in gm.graph.nodes)
 
 
-def _say_runs_aten(reason: str) -> None:
-    if reason == CPU_WITHOUT_INTERPRETER or reason == runtime.interpreter_mismatch():
-        # The same for every graph of the process (on a machine without a GPU, the
-        # normal case): said once.
-        if reason not in _said_for_process:
-            logger.warning("triton backend: graphs run as ATen ops: %s", reason)
-            _said_for_process.add(reason)
+def target_logger(target: KernelTarget) -> logging.Logger:
+    return logging.getLogger(f"fastdynamo.backends.{target.name}")
+
+
+def say_runs_aten(target: KernelTarget, reason: str) -> None:
+    """Log why a graph runs as ATen ops: once per process for a reason that holds for
+    every graph (no GPU, no compiler), at INFO for a reason about this graph."""
+    if target.process_wide(reason):
+        if (target.name, reason) not in _said_for_process:
+            target_logger(target).warning("%s backend: graphs run as ATen ops: %s", target.name, reason)
+            _said_for_process.add((target.name, reason))
     else:
-        logger.info("triton backend runs a graph as ATen ops: %s", reason)
+        target_logger(target).info("%s backend runs a graph as ATen ops: %s", target.name, reason)
 
 
 class CompiledGraph:
     """The callable the backend returns when kernels run; one compiled module per input metadata."""
 
-    def __init__(self, gm: torch.fx.GraphModule, options: TritonOptions):
+    def __init__(self, gm: torch.fx.GraphModule, target: KernelTarget):
         self.gm = gm
-        self.options = options
+        self.target = target
         self.out_spec = pytree.tree_flatten(_output_value(gm))[1]
         self.attribute_names = attribute_names(gm)
         self.enables_grad = _enables_grad(gm)
@@ -198,6 +189,20 @@ class CompiledGraph:
     def source_path(self) -> str | None:
         return getattr(self.module, "__file__", None) if self.module else None
 
+    @property
+    def guarded(self) -> Callable[..., Any]:
+        """What the frame calls under its guards (the inputs have the metadata the module
+        was generated for): the module's ``forward`` with no check of its own, returning
+        the graph's outputs as the graph does."""
+        module = self.module
+        if module is None or module.FALLBACK_REASON or not _flat_tuple(self.out_spec):
+            return self
+        attributes = attribute_values(self.gm, self.attribute_names)
+        if not attributes:
+            return module.forward
+        forward = module.forward
+        return lambda *args: forward(*args, *attributes)
+
     def aten_reason(self, example_inputs: list, size_inputs: bool = False) -> str | None:
         """Why these inputs run as ATen ops whatever the graph is; None: kernels can run.
         ``size_inputs``: an int input the symbolic signature reads as a size is allowed."""
@@ -210,11 +215,7 @@ class CompiledGraph:
         if len(devices) > 1:
             return f"inputs on several devices {sorted(map(str, devices))}"
         device = devices.pop() if devices else torch.device("cpu")
-        if device.type not in ("cpu", "cuda"):
-            return f"device {device.type}"
-        if device.type == "cpu" and not runtime.interpreter_enabled():
-            return CPU_WITHOUT_INTERPRETER
-        return runtime.interpreter_mismatch()
+        return self.target.device_reason(device)
 
     def _is_size_input(self, position: int) -> bool:
         patterns = self.signature.patterns if self.signature is not None else ()
@@ -223,27 +224,31 @@ class CompiledGraph:
     def specialise(self, example_inputs: list) -> "CompiledGraph":
         """Compile (or load from the cache) the module for inputs like these: the
         symbolic graph's module when its signature matches them, else one for these sizes."""
-        module = self._symbolic_module(example_inputs)
-        if module is None:
-            reason = self.aten_reason(example_inputs)
-            if reason is not None:
-                _say_runs_aten(reason)
-                return self._use_aten(reason, example_inputs)
-            tensors = list(example_inputs) + attribute_values(self.gm, self.attribute_names)
-            key = cache.hash_key(*self._key_prefix(tensors), _inputs_key(tensors))
-            module = cache.load_or_build(key, lambda: self._generate(example_inputs))
-        self.specialisations[_inputs_key(example_inputs)] = module
+        try:
+            module = self._symbolic_module(example_inputs)
+            if module is None:
+                reason = self.aten_reason(example_inputs)
+                if reason is not None:
+                    say_runs_aten(self.target, reason)
+                    return self._use_aten(reason, example_inputs)
+                tensors = list(example_inputs) + attribute_values(self.gm, self.attribute_names)
+                key = cache.hash_key(*self._key_prefix(tensors), inputs_key(tensors))
+                module = cache.load_or_build(key, lambda: self._generate(example_inputs))
+        except TargetUnavailable as why:
+            say_runs_aten(self.target, str(why))
+            return self._use_aten(str(why), example_inputs)
+        self.specialisations[inputs_key(example_inputs)] = module
         self.module = module
         self.fallback_reason = module.FALLBACK_REASON
         if module.FALLBACK_REASON:
-            _say_runs_aten(module.FALLBACK_REASON)
+            say_runs_aten(self.target, module.FALLBACK_REASON)
         return self
 
     def _key_prefix(self, tensors: list) -> tuple:
         """The parts of a cache key that do not depend on the inputs."""
         device = next((t.device for t in tensors if isinstance(t, torch.Tensor)), torch.device("cpu"))
-        return (FORMAT_VERSION, _source_fingerprint(), _versions(), runtime.interpreter_enabled(),
-                _device_key(device), self.options, self.gm.code, _targets(self.gm))
+        return (FORMAT_VERSION, source_fingerprint(type(self.target).__module__), self.target.name,
+                self.target.key_parts(device), self.target.options, self.gm.code, _targets(self.gm))
 
     def _symbolic_module(self, example_inputs: list) -> ModuleType | None:
         """The module whose kernels take sizes as arguments, if it serves these inputs."""
@@ -258,7 +263,8 @@ class CompiledGraph:
         module = cache.load_or_build(key, lambda: self._generate_symbolic(example_inputs))
         refused = getattr(module, "STATIC_ONLY", None)
         if refused is not None:
-            logger.info("triton backend: kernels per concrete size for a symbolic graph: %s", refused)
+            target_logger(self.target).info("%s backend: kernels per concrete size for a symbolic graph: %s",
+                                            self.target.name, refused)
             self.signature, self.symbolic_refused = None, refused
             return None
         return module
@@ -276,9 +282,10 @@ class CompiledGraph:
             # the per-size path decides for itself (kernels, or ATen ops with its reason)
             return static_only_module(str(why) or type(why).__name__)
         except Exception as error:  # a bug in a pass: never a wrong result, but say so
-            if os.environ.get("FASTDYNAMO_TRITON_STRICT") == "1":
+            if strict():
                 raise
-            logger.warning("triton backend failed on a symbolic graph, kernels per size: %r", error, exc_info=True)
+            target_logger(self.target).warning("%s backend failed on a symbolic graph, kernels per size: %r",
+                                               self.target.name, error, exc_info=True)
             return static_only_module(f"internal error: {error!r}")
         refusal = _eager_refusal(self.gm, example_inputs)
         return fallback_module(refusal) if refusal else source
@@ -287,12 +294,11 @@ class CompiledGraph:
         graph.verify()
         schedule = fuse(graph)
         schedule.verify()
-        return generate_module(schedule, attribute_names, self.options.persistent_max,
-                               dict(self.options.config_overrides))
+        return generate_module(schedule, attribute_names, self.target.renderer())
 
     def _use_aten(self, reason: str, example_inputs: list) -> "CompiledGraph":
         self.fallback_reason = reason
-        self.specialisations[_inputs_key(example_inputs)] = None
+        self.specialisations[inputs_key(example_inputs)] = None
         return self
 
     def _generate(self, example_inputs: list) -> str:
@@ -309,15 +315,16 @@ class CompiledGraph:
             # pointwise ops is deeper than the interpreter allows. A limit, not a bug.
             return fallback_module("expression chain too deep for the kernel generator")
         except Exception as error:  # a bug in a pass: never a wrong result, but say so
-            if os.environ.get("FASTDYNAMO_TRITON_STRICT") == "1":
+            if strict():
                 raise
-            logger.warning("triton backend failed to compile a graph, running ATen ops: %r", error, exc_info=True)
+            target_logger(self.target).warning("%s backend failed to compile a graph, running ATen ops: %r",
+                                               self.target.name, error, exc_info=True)
             return fallback_module(f"internal error: {error!r}")
 
     def __call__(self, *args: Any) -> Any:
         if self.gm is None:
             raise RuntimeError("compiled graph was released")
-        metadata = _inputs_key(list(args))
+        metadata = inputs_key(list(args))
         if metadata not in self.specialisations:
             self.specialise(list(args))
         module = self.specialisations[metadata]
@@ -329,6 +336,11 @@ class CompiledGraph:
             return self._aten(*args)
         flat = module.call(list(args) + attributes)
         return pytree.tree_unflatten(flat, self.out_spec)
+
+
+def _flat_tuple(spec: pytree.TreeSpec) -> bool:
+    """The graph returns a flat tuple (what captures give): ``forward``'s own result."""
+    return spec.type is tuple and all(child.is_leaf() for child in spec.children_specs)
 
 
 def _eager_refusal(gm: torch.fx.GraphModule, example_inputs: list) -> str | None:
@@ -363,22 +375,12 @@ def _targets(gm: torch.fx.GraphModule) -> list:
 
 
 @functools.lru_cache(maxsize=None)
-def _source_fingerprint() -> str:
-    """A hash of this package's source: a changed pass never reuses code generated by the old one."""
+def source_fingerprint(target_module: str) -> str:
+    """A hash of the code generator's source (this package and the target's): a changed
+    pass never reuses code generated by the old one."""
     digest = hashlib.sha256()
-    for path in sorted(Path(__file__).parent.glob("*.py")):
-        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    target_dir = Path(__import__(target_module, fromlist=["_"]).__file__ or ".").parent
+    for folder in (Path(__file__).parent, target_dir):
+        for path in sorted(folder.glob("*.py")):
+            digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
-
-
-def _versions() -> tuple:
-    import triton
-
-    return (torch.__version__, triton.__version__)
-
-
-def _device_key(device: torch.device) -> tuple:
-    if device.type == "cuda":
-        index = device.index if device.index is not None else torch.cuda.current_device()
-        return ("cuda", index, torch.cuda.get_device_capability(index))
-    return (device.type,)

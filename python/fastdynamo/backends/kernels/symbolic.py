@@ -32,7 +32,7 @@ import torch
 from . import sizes
 from .sizes import Size, SymbolicRefused
 
-logger = logging.getLogger("fastdynamo.backends.triton")
+logger = logging.getLogger("fastdynamo.backends.kernels")
 
 
 @dataclass(frozen=True)
@@ -261,7 +261,7 @@ def signature_of(gm: torch.fx.GraphModule) -> SymbolicSignature | None:
     try:
         return SymbolicSignature(shape_env, values)
     except SymbolicRefused as why:
-        logger.info("triton backend: kernels per concrete size: %s", why)
+        logger.info("kernels per concrete size: %s", why)
         return None
 
 

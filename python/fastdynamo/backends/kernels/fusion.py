@@ -19,7 +19,7 @@ their consumers' (a bias or a scale vector broadcast over rows, ``torch.tanh(y)`
 Inductor does, instead of being a kernel of their own that splits the chain.
 
 >>> import torch
->>> from fastdynamo.backends.triton.lowering import trace_aten, lower
+>>> from fastdynamo.backends.kernels.lowering import trace_aten, lower
 >>> gm = torch.fx.symbolic_trace(lambda x: torch.softmax(x, -1))
 >>> schedule = fuse(lower(trace_aten(gm, [torch.randn(4, 8)]).graph_module))
 >>> schedule.kernel_count, [g.kind for g in schedule.kernels()]
@@ -210,7 +210,7 @@ def inline_broadcast_inputs(graph: KernelGraph) -> KernelGraph:
     iteration space (see the module docstring); graph outputs and extern arguments stay.
 
     >>> import torch
-    >>> from fastdynamo.backends.triton.lowering import trace_aten, lower
+    >>> from fastdynamo.backends.kernels.lowering import trace_aten, lower
     >>> gm = torch.fx.symbolic_trace(lambda x, y: x * torch.tanh(y))
     >>> graph = lower(trace_aten(gm, [torch.randn(3, 4), torch.randn(4)]).graph_module)
     >>> [n.kind for n in inline_broadcast_inputs(graph).nodes]

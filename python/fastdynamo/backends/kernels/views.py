@@ -4,7 +4,7 @@ A view never gets a buffer: it is a function from an index into the view to an i
 into its base buffer, plus the ATen calls that rebuild it as a real view when a
 tensor object is needed (an extern's argument, a graph output).
 
->>> from fastdynamo.backends.triton.indexing import Var, render
+>>> from fastdynamo.backends.kernels.indexing import Var, render
 >>> base = TensorValue.of_buffer("arg0", (4, 6), torch.float32)
 >>> t = permute(base, [1, 0], "aten.permute")
 >>> [render(e) for e in t.index_fn((Var("a", 6), Var("b", 4)))]

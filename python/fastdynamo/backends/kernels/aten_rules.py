@@ -17,6 +17,7 @@ import torch
 from . import sizes, views
 from .indexing import add, mul
 from .ir import Constant, IndexValue, Op, PointwiseNode, ReductionNode, SizeValue
+from .opset import COMPARISONS, LOGICAL, PointwiseOp, ReductionType
 from .views import TensorValue
 
 aten = torch.ops.aten
@@ -25,10 +26,6 @@ prims = torch.ops.prims
 
 class NoLowering(Exception):
     """This call has no exact lowering; run it as an extern."""
-
-
-_COMPARISONS = {"eq", "ne", "lt", "le", "gt", "ge", "isnan"}
-_LOGICAL = {"logical_and", "logical_or", "logical_xor", "logical_not"}
 
 
 def _scalar_dtype(value) -> torch.dtype:
@@ -72,15 +69,15 @@ def pointwise_node(lowering, meta: torch.Tensor, build) -> TensorValue:
     return TensorValue.of_buffer(name, shape, meta.dtype)
 
 
-def _operand_dtype(op_name: str, result: torch.dtype, args) -> torch.dtype:
-    if op_name in _COMPARISONS:
+def _operand_dtype(op_name: PointwiseOp, result: torch.dtype, args) -> torch.dtype:
+    if op_name in COMPARISONS:
         return _promoted(args)
-    if op_name in _LOGICAL:
+    if op_name in LOGICAL:
         return torch.bool
     return result
 
 
-def lower_pointwise(op_name: str, lowering, node, meta, *args, **kwargs) -> TensorValue:
+def lower_pointwise(op_name: PointwiseOp, lowering, node, meta, *args, **kwargs) -> TensorValue:
     if kwargs:
         raise NoLowering(f"{op_name} with {sorted(kwargs)}")
     operand_dtype = _operand_dtype(op_name, meta.dtype, args)
@@ -91,11 +88,11 @@ def lower_pointwise(op_name: str, lowering, node, meta, *args, **kwargs) -> Tens
     return pointwise_node(lowering, meta, build)
 
 
-def lower_add_sub(op_name: str, lowering, node, meta, left, right, alpha=1) -> TensorValue:
+def lower_add_sub(op_name: PointwiseOp, lowering, node, meta, left, right, alpha=1) -> TensorValue:
     def build(operand, _vars):
         scaled = operand(right, meta.dtype)
         if alpha != 1:
-            scaled = Op("mul", (scaled, Constant(alpha, meta.dtype)), meta.dtype, meta.dtype)
+            scaled = Op(PointwiseOp.MUL, (scaled, Constant(alpha, meta.dtype)), meta.dtype, meta.dtype)
         return Op(op_name, (operand(left, meta.dtype), scaled), meta.dtype, meta.dtype)
 
     return pointwise_node(lowering, meta, build)
@@ -104,12 +101,12 @@ def lower_add_sub(op_name: str, lowering, node, meta, left, right, alpha=1) -> T
 def lower_div(lowering, node, meta, left, right, rounding_mode=None) -> TensorValue:
     if rounding_mode is not None or not meta.dtype.is_floating_point:
         raise NoLowering("division with rounding")
-    return lower_pointwise("truediv", lowering, node, meta, left, right)
+    return lower_pointwise(PointwiseOp.TRUEDIV, lowering, node, meta, left, right)
 
 
 def lower_where(lowering, node, meta, condition, left, right) -> TensorValue:
     def build(operand, _vars):
-        return Op("where", (operand(condition, torch.bool), operand(left, meta.dtype), operand(right, meta.dtype)),
+        return Op(PointwiseOp.WHERE, (operand(condition, torch.bool), operand(left, meta.dtype), operand(right, meta.dtype)),
                   meta.dtype, meta.dtype)
 
     return pointwise_node(lowering, meta, build)
@@ -119,17 +116,18 @@ def lower_clamp(lowering, node, meta, value, low=None, high=None) -> TensorValue
     def build(operand, _vars):
         body = operand(value, meta.dtype)
         if low is not None:
-            body = Op("clamp_min", (body, operand(low, meta.dtype)), meta.dtype, meta.dtype)
+            body = Op(PointwiseOp.CLAMP_MIN, (body, operand(low, meta.dtype)), meta.dtype, meta.dtype)
         if high is not None:
-            body = Op("clamp_max", (body, operand(high, meta.dtype)), meta.dtype, meta.dtype)
+            body = Op(PointwiseOp.CLAMP_MAX, (body, operand(high, meta.dtype)), meta.dtype, meta.dtype)
         return body
 
     return pointwise_node(lowering, meta, build)
 
 
 # x ** e for the exponents that have an exact Triton spelling.
-_POW_RULES = {1: (), 2: ("mul",), 3: ("mul", "mul"), 4: ("mul", "mul", "mul"), 0.5: ("sqrt",),
-              -0.5: ("rsqrt",), -1: ("reciprocal",)}
+_MUL, _ROOTS = PointwiseOp.MUL, (PointwiseOp.SQRT, PointwiseOp.RSQRT, PointwiseOp.RECIPROCAL)
+_POW_RULES = {1: (), 2: (_MUL,), 3: (_MUL, _MUL), 4: (_MUL, _MUL, _MUL), 0.5: (PointwiseOp.SQRT,),
+              -0.5: (PointwiseOp.RSQRT,), -1: (PointwiseOp.RECIPROCAL,)}
 
 
 def lower_pow_scalar(lowering, node, meta, base, exponent) -> TensorValue:
@@ -141,11 +139,11 @@ def lower_pow_scalar(lowering, node, meta, base, exponent) -> TensorValue:
 
     def build(operand, _vars):
         x = operand(base, meta.dtype)
-        if steps and steps[0] in ("sqrt", "rsqrt", "reciprocal"):
+        if steps and steps[0] in _ROOTS:
             return Op(steps[0], (x,), meta.dtype, meta.dtype)
-        body = x if steps else Op("identity", (x,), meta.dtype, meta.dtype)
+        body = x if steps else Op(PointwiseOp.IDENTITY, (x,), meta.dtype, meta.dtype)
         for _ in steps:
-            body = Op("mul", (body, x), meta.dtype, meta.dtype)
+            body = Op(PointwiseOp.MUL, (body, x), meta.dtype, meta.dtype)
         return body
 
     return pointwise_node(lowering, meta, build)
@@ -165,8 +163,8 @@ def lower_cast(lowering, node, meta, value, dtype=None, **kwargs) -> TensorValue
     def build(operand, _vars):
         x = operand(value)
         if meta.dtype == value.dtype:
-            return Op("identity", (x,), meta.dtype, meta.dtype)
-        return Op("cast", (x,), meta.dtype, None, (meta.dtype,))
+            return Op(PointwiseOp.IDENTITY, (x,), meta.dtype, meta.dtype)
+        return Op(PointwiseOp.CAST, (x,), meta.dtype, None, (meta.dtype,))
 
     return pointwise_node(lowering, meta, build)
 
@@ -191,7 +189,7 @@ def lower_iota(lowering, node, meta, length, *, start, step, **_ignored) -> Tens
     return pointwise_node(lowering, meta, lambda operand, index_vars: IndexValue(add(mul(index_vars[0], step), start), meta.dtype))
 
 
-def lower_reduction(reduction_type: str, lowering, node, meta, value, dims=None, keepdim=False, **kwargs) -> TensorValue:
+def lower_reduction(reduction_type: ReductionType, lowering, node, meta, value, dims=None, keepdim=False, **kwargs) -> TensorValue:
     kwargs.pop("dtype", None)
     if kwargs or not isinstance(value, TensorValue):
         raise NoLowering("reduction with unexpected arguments")
@@ -215,14 +213,14 @@ def lower_reduction(reduction_type: str, lowering, node, meta, value, dims=None,
 def lower_prims_sum(lowering, node, meta, value, dims, **kwargs) -> TensorValue:
     if not dims:
         raise NoLowering("prims.sum over no dims")
-    return lower_reduction("sum", lowering, node, meta, value, dims, False, **kwargs)
+    return lower_reduction(ReductionType.SUM, lowering, node, meta, value, dims, False, **kwargs)
 
 
-def lower_total(reduction_type: str, lowering, node, meta, value, dtype=None) -> TensorValue:
+def lower_total(reduction_type: ReductionType, lowering, node, meta, value, dtype=None) -> TensorValue:
     return lower_reduction(reduction_type, lowering, node, meta, value, None, False)
 
 
-def lower_arg_reduction(reduction_type: str, lowering, node, meta, value, dim=None, keepdim=False) -> TensorValue:
+def lower_arg_reduction(reduction_type: ReductionType, lowering, node, meta, value, dim=None, keepdim=False) -> TensorValue:
     if dim is None and len(value.shape) > 1 and keepdim:
         raise NoLowering("argmax over all dims with keepdim")
     return lower_reduction(reduction_type, lowering, node, meta, value, dim, keepdim)
@@ -301,20 +299,14 @@ def lower_broadcast_in_dim(lowering, node, meta, value, shape, broadcast_dims) -
     return views.broadcast_in_dim(value, lowering.shape_of(meta), broadcast_dims, _call(lowering, node))
 
 
-_POINTWISE_PACKETS = {
-    "neg": "neg", "abs": "abs", "exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "sqrt": "sqrt",
-    "rsqrt": "rsqrt", "sin": "sin", "cos": "cos", "erf": "erf", "sigmoid": "sigmoid", "tanh": "tanh",
-    "relu": "relu", "reciprocal": "reciprocal", "mul": "mul", "maximum": "maximum", "minimum": "minimum",
-    "eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge", "logical_and": "logical_and",
-    "logical_or": "logical_or", "logical_xor": "logical_xor", "logical_not": "logical_not", "isnan": "isnan",
-}
+_POINTWISE_PACKETS = ("neg", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "erf", "sigmoid",
+                      "tanh", "relu", "reciprocal", "mul", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge",
+                      "logical_and", "logical_or", "logical_xor", "logical_not", "isnan", "floor", "ceil")
 
-LOWERINGS: dict = {getattr(aten, packet): partial(lower_pointwise, op) for packet, op in _POINTWISE_PACKETS.items()}
+LOWERINGS: dict = {getattr(aten, packet): partial(lower_pointwise, PointwiseOp(packet)) for packet in _POINTWISE_PACKETS}
 LOWERINGS.update({
-    aten.floor: partial(lower_pointwise, "floor"),
-    aten.ceil: partial(lower_pointwise, "ceil"),
-    aten.add: partial(lower_add_sub, "add"),
-    aten.sub: partial(lower_add_sub, "sub"),
+    aten.add: partial(lower_add_sub, PointwiseOp.ADD),
+    aten.sub: partial(lower_add_sub, PointwiseOp.SUB),
     aten.div: lower_div,
     prims.div: lower_div,
     aten.where: lower_where,
@@ -328,15 +320,15 @@ LOWERINGS.update({
     aten.scalar_tensor: lower_fill,
     aten.fill.Scalar: lower_fill,
     prims.iota: lower_iota,
-    aten.sum.dim_IntList: partial(lower_reduction, "sum"),
-    aten.sum.default: partial(lower_total, "sum"),
+    aten.sum.dim_IntList: partial(lower_reduction, ReductionType.SUM),
+    aten.sum.default: partial(lower_total, ReductionType.SUM),
     prims.sum: lower_prims_sum,
-    aten.amax: partial(lower_reduction, "max"),
-    aten.amin: partial(lower_reduction, "min"),
-    aten.max.default: partial(lower_total, "max"),
-    aten.min.default: partial(lower_total, "min"),
-    aten.argmax: partial(lower_arg_reduction, "argmax"),
-    aten.argmin: partial(lower_arg_reduction, "argmin"),
+    aten.amax: partial(lower_reduction, ReductionType.MAX),
+    aten.amin: partial(lower_reduction, ReductionType.MIN),
+    aten.max.default: partial(lower_total, ReductionType.MAX),
+    aten.min.default: partial(lower_total, ReductionType.MIN),
+    aten.argmax: partial(lower_arg_reduction, ReductionType.ARGMAX),
+    aten.argmin: partial(lower_arg_reduction, ReductionType.ARGMIN),
     aten.view: lower_view,
     aten._unsafe_view: lower_view,
     aten.reshape: lower_view,

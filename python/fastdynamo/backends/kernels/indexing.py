@@ -20,7 +20,7 @@ happens only when :mod:`sizes` proves it holds for every value of the symbols.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, Union
+from typing import Callable, Mapping, Union
 
 import sympy
 
@@ -252,28 +252,41 @@ def free_vars(expr: IndexExpr) -> set[str]:
     return free_vars(expr.expr)
 
 
-def render(expr: IndexExpr) -> str:
-    """Python/Triton source for ``expr`` (variables render as their names)."""
+@dataclass(frozen=True)
+class Spelling:
+    """How a renderer writes index arithmetic: its operators for ``//`` and ``%`` (index
+    expressions are never negative, so C's truncating ``/`` is exact) and its sizes."""
+
+    floordiv: str
+    mod: str
+    size: Callable[[Size], str]
+
+
+PYTHON = Spelling("//", "%", sizes.render_kernel_size)  # Python, the wrapper's and Triton's
+
+
+def render(expr: IndexExpr, spelling: Spelling = PYTHON) -> str:
+    """Source for ``expr`` in ``spelling`` (variables render as their names)."""
     if isinstance(expr, Var):
         return expr.name
     if isinstance(expr, Const):
-        return sizes.render_kernel_size(expr.value)
+        return spelling.size(expr.value)
     if isinstance(expr, Sum):
-        parts = [render(t) for t in expr.terms]
+        parts = [render(t, spelling) for t in expr.terms]
         if expr.offset != 0:
-            parts.append(sizes.render_kernel_size(expr.offset))
+            parts.append(spelling.size(expr.offset))
         return " + ".join(parts)
     if isinstance(expr, Scaled):
-        return f"{_render_operand(expr.expr)} * {sizes.render_kernel_size(expr.factor)}"
+        return f"{_render_operand(expr.expr, spelling)} * {spelling.size(expr.factor)}"
     if isinstance(expr, FloorDiv):
-        return f"{_render_operand(expr.expr)} // {sizes.render_kernel_size(expr.divisor)}"
+        return f"{_render_operand(expr.expr, spelling)} {spelling.floordiv} {spelling.size(expr.divisor)}"
     if isinstance(expr, Mod):
-        return f"{_render_operand(expr.expr)} % {sizes.render_kernel_size(expr.modulus)}"
+        return f"{_render_operand(expr.expr, spelling)} {spelling.mod} {spelling.size(expr.modulus)}"
     raise TypeError(f"not an index expression: {expr!r}")
 
 
-def _render_operand(expr: IndexExpr) -> str:
-    text = render(expr)
+def _render_operand(expr: IndexExpr, spelling: Spelling) -> str:
+    text = render(expr, spelling)
     return text if isinstance(expr, (Var, Const)) else f"({text})"
 
 

@@ -6,12 +6,12 @@ is and which dimensions it folds; an extern node is an ATen call on materialised
 tensors. Bodies read other nodes only through :class:`Load` with a per-dimension
 index into that node's shape, so views never need buffers of their own.
 
->>> from fastdynamo.backends.triton.indexing import Var
+>>> from fastdynamo.backends.kernels.indexing import Var
 >>> g = KernelGraph()
 >>> g.add(InputNode("arg0", (4,), (1,), torch.float32))
 >>> i = Var("i0", 4)
 >>> g.add(PointwiseNode("buf0", (4,), torch.float32, (i,),
-...                     Op("exp", (Load("arg0", (i,), torch.float32),), torch.float32)))
+...                     Op(PointwiseOp.EXP, (Load("arg0", (i,), torch.float32),), torch.float32)))
 >>> g.outputs = [OutputRef("buf0")]
 >>> g.verify()
 """
@@ -23,6 +23,7 @@ from typing import Any, Iterator, Union
 import torch
 
 from . import indexing, sizes
+from .opset import PointwiseOp, ReductionType
 
 ValueExpr = Union["Load", "Constant", "Op", "IndexValue", "SizeValue"]
 
@@ -44,14 +45,14 @@ class Constant:
 
 @dataclass(frozen=True)
 class Op:
-    """A pointwise operation from :data:`ops.POINTWISE_RULES`.
+    """A pointwise operation of the IR (:class:`opset.PointwiseOp`).
 
     ``operand_dtype`` is the dtype arguments are converted to before the operation
     (ATen's type promotion, decided at lowering); ``dtype`` is the result's dtype.
     ``params`` holds non-tensor attributes such as a cast's target.
     """
 
-    name: str
+    name: PointwiseOp
     args: tuple
     dtype: torch.dtype
     operand_dtype: torch.dtype | None = None
@@ -97,9 +98,6 @@ class PointwiseNode:
     kind = "pointwise"
 
 
-REDUCTION_TYPES = ("sum", "max", "min", "argmax", "argmin")
-
-
 @dataclass
 class ReductionNode:
     """Folds ``reduced_dims`` of ``body`` (defined over ``full_shape`` with ``vars``)."""
@@ -109,7 +107,7 @@ class ReductionNode:
     dtype: torch.dtype
     full_shape: tuple
     reduced_dims: tuple
-    reduction_type: str
+    reduction_type: ReductionType
     vars: tuple
     body: ValueExpr
     stride: tuple | None = None
@@ -130,10 +128,15 @@ class ReductionNode:
 
 @dataclass(frozen=True)
 class BufferArg:
-    """A tensor argument of an extern: a buffer, then ATen view calls replayed on it."""
+    """A tensor argument of an extern: a buffer, then ATen view calls replayed on it.
+
+    ``layout`` is the view's ``(shape, stride, storage_offset)`` when it is static and the
+    buffer is one the wrapper allocates (offset 0): the wrapper then makes the view in one
+    call instead of replaying the chain."""
 
     buffer: str
     view_chain: tuple = ()
+    layout: tuple | None = None
 
 
 @dataclass(frozen=True)
@@ -158,6 +161,7 @@ class ExternNode:
     kwargs: dict
     outputs: tuple
     result_paths: tuple
+    spelling: str | None = None  # a faster function running the same overload (externs.py)
     kind = "extern"
 
 
@@ -220,7 +224,7 @@ class KernelGraph:
                 scope = {var.name for var in node.vars}
                 _verify_expr(node.body, seen, scope, node.name)
             if isinstance(node, ReductionNode):
-                _check(node.reduction_type in REDUCTION_TYPES, f"{node.name}: unknown reduction")
+                _check(isinstance(node.reduction_type, ReductionType), f"{node.name}: unknown reduction")
                 _check(all(0 <= d < len(node.full_shape) for d in node.reduced_dims), f"{node.name}: bad dims")
                 expected = tuple(s for d, s in enumerate(node.full_shape) if d not in node.reduced_dims)
                 actual = tuple(s for d, s in enumerate(node.shape) if not (node.keepdim and d in node.reduced_dims))
@@ -271,9 +275,7 @@ def _verify_expr(expr: object, seen: dict, scope: set, owner: str) -> None:
             _check(sizes.provably_le(indexing.upper_bound(e), sizes.at_least_one(size)),
                    f"{owner}: index {indexing.render(e)} out of bounds of {size}")
     elif isinstance(expr, Op):
-        from .ops import POINTWISE_RULES  # local: ops imports ir
-
-        _check(expr.name in POINTWISE_RULES, f"{owner}: unknown op {expr.name}")
+        _check(isinstance(expr.name, PointwiseOp), f"{owner}: unknown op {expr.name}")
         for arg in expr.args:
             _verify_expr(arg, seen, scope, owner)
     elif isinstance(expr, IndexValue):
@@ -285,8 +287,3 @@ def _verify_expr(expr: object, seen: dict, scope: set, owner: str) -> None:
 def _check(condition: bool, message: str) -> None:
     if not condition:
         raise IRVerificationError(message)
-
-
-def compute_dtype(dtype: torch.dtype) -> torch.dtype:
-    """The dtype a kernel computes in: half types widen to float32."""
-    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype

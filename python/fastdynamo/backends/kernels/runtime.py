@@ -1,0 +1,48 @@
+"""What every generated wrapper calls at run time besides its kernels: layout fix-ups
+and fast views. Nothing here imports triton or a compiler.
+
+``reinterpret(t, shape, stride, offset)`` is a view of ``t``'s storage (what ATen's
+``as_strided`` makes): torch's C++ fast path when this torch has it (about 5x cheaper
+than ``Tensor.as_strided`` from Python), else ``as_strided`` itself.
+
+>>> base = torch.arange(6.0)
+>>> reinterpret(base, (2, 3), (1, 2), 0).tolist()
+[[0.0, 2.0, 4.0], [1.0, 3.0, 5.0]]
+>>> with_strides(torch.ones(2, 3).t(), (3, 2), (2, 1)).stride()
+(2, 1)
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+
+
+def _fast_reinterpret() -> Callable[..., torch.Tensor]:
+    guards = getattr(getattr(torch._C, "_dynamo", None), "guards", None)
+    fast = getattr(guards, "_reinterpret_tensor", None)
+    return fast if fast is not None else torch.as_strided
+
+
+reinterpret: Callable[..., torch.Tensor] = _fast_reinterpret()
+
+
+def with_strides(tensor: torch.Tensor, shape: tuple, stride: tuple) -> torch.Tensor:
+    """``tensor`` in the layout kernels were generated for (an extern may pick another)."""
+    if tuple(tensor.stride()) == tuple(stride) or tensor.numel() <= 1:
+        return tensor
+    out = torch.empty_strided(shape, stride, dtype=tensor.dtype, device=tensor.device)
+    out.copy_(tensor)
+    return out
+
+
+def empty_strided_for(device_type: str) -> Callable[..., Any]:
+    """The cheapest ``(shape, stride, dtype) -> tensor`` allocator for ``device_type``:
+    torch's C++ CPU fast path when present (half the cost of ``torch.empty_strided``)."""
+    if device_type == "cpu":
+        guards = getattr(getattr(torch._C, "_dynamo", None), "guards", None)
+        fast = getattr(guards, "_empty_strided_cpu", None)
+        if fast is not None:
+            return fast
+    device = torch.device(device_type)
+    return lambda shape, stride, dtype: torch.empty_strided(shape, stride, dtype=dtype, device=device)
