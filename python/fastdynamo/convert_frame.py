@@ -30,6 +30,7 @@ import torch
 
 from . import config, logs
 from ._runtime import native
+from .backends import frame_callable
 from .backends.eager import GENERATED_FILENAME_PREFIX, graph_function_returning
 from .bytecode import format_side_by_side, version
 from .capture import Broken, Captured, DynamicPolicy, translate, translate_to_break
@@ -399,7 +400,7 @@ class ConvertFrame:
                                     fallback=fallback, grad_mode=torch.is_grad_enabled(),
                                     may_catch=result.traced_handlers)
         self.install_capture(runtime, frame, name, result, compiled_fn, new_code)
-        direct = direct_call_for(runtime, result, compiled_fn, fallback is not None,
+        direct = direct_call_for(runtime, result, frame_callable(compiled_fn), fallback is not None,
                                  torch.is_grad_enabled(), graph_function_returning)
         return runtime.CacheEntry(compile_guards(result.guards), new_code, direct)
 
@@ -421,8 +422,9 @@ class ConvertFrame:
                         compiled_fn: Any, new_code: CodeType) -> None:
         """Store the compiled graph where ``new_code`` loads it (the frame's globals, as
         ``name``; ``reset`` removes it), and log and record the capture."""
-        _mark_skip_recursive(runtime, compiled_fn)
-        frame.f_globals[name] = compiled_fn
+        installed = frame_callable(compiled_fn)
+        _mark_skip_recursive(runtime, installed)
+        frame.f_globals[name] = installed
         _installed_fns.append((frame.f_globals, name))
         self.log_capture(frame.f_code, capture, new_code)
         if self.recorder is not None:

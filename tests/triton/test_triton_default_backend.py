@@ -1,6 +1,7 @@
-"""``"triton"`` as the default backend of fastdynamo.compile, explain and OptimizedModule;
-the CPU path without the interpreter (ATen ops, said once, no per-call cost); and the
-TRITON_INTERPRET ordering, in fresh processes so that nothing here can import triton early."""
+"""The default backend (``"kernels"``: C++ kernels for CPU tensors, Triton for CUDA) of
+fastdynamo.compile, explain and OptimizedModule; ``backend="triton"`` on CPU without the
+interpreter (ATen ops, said once, no per-call cost); and the TRITON_INTERPRET ordering,
+in fresh processes so that nothing here can import triton early."""
 from __future__ import annotations
 
 import subprocess
@@ -11,7 +12,8 @@ import pytest
 import torch
 
 import fastdynamo
-from fastdynamo.backends import DEFAULT_BACKEND
+from fastdynamo.backends import DEFAULT_BACKEND, lookup_backend
+from fastdynamo.backends.cpp import CppTarget
 from fastdynamo.backends.triton import CompiledGraph
 from fastdynamo.convert_frame import Recorder
 
@@ -22,8 +24,8 @@ def _compiled_fns(recorder: Recorder) -> list:
     return [capture.compiled_fn for capture in recorder.captures]
 
 
-def test_compile_defaults_to_triton_and_runs_kernels():
-    assert DEFAULT_BACKEND == "triton"
+def test_compile_defaults_to_kernels_and_runs_cpp_kernels_on_cpu():
+    assert DEFAULT_BACKEND == "kernels" and lookup_backend("inductor") is lookup_backend("kernels")
     recorder = Recorder()
 
     def f(x, y):
@@ -33,6 +35,7 @@ def test_compile_defaults_to_triton_and_runs_kernels():
     torch.testing.assert_close(fastdynamo.compile(f, _recorder=recorder)(x, y), f(x, y))
     (compiled_fn,) = _compiled_fns(recorder)
     assert isinstance(compiled_fn, CompiledGraph) and compiled_fn.kernel_count == 1
+    assert isinstance(compiled_fn.target, CppTarget)
 
 
 def test_eager_backend_stays_available():
@@ -44,7 +47,7 @@ def test_eager_backend_stays_available():
     assert not isinstance(compiled_fn, CompiledGraph) and not hasattr(compiled_fn, "fallback_reason")
 
 
-def test_module_defaults_to_triton_kernels_without_grad_and_autograd_with_it():
+def test_module_defaults_to_kernels_without_grad_and_autograd_with_it():
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.GELU(), torch.nn.LayerNorm(8))
     recorder = Recorder()
@@ -74,7 +77,7 @@ def test_explain_uses_the_default_backend_and_takes_another():
 
 def test_another_device_fails_the_guard_and_the_backend_decides_again():
     # Guards pin the device, so a graph compiled for one device is never called with
-    # another: CPU (kernels, in the interpreter here) then meta (ATen ops, its own entry).
+    # another: CPU (C++ kernels) then meta (ATen ops, its own entry).
     # On a CUDA machine the same path gives CUDA inputs kernels after a CPU entry.
     recorder = Recorder()
 
@@ -86,7 +89,7 @@ def test_another_device_fails_the_guard_and_the_backend_decides_again():
     assert compiled(torch.zeros(3, device="meta")).device.type == "meta"
     cpu, meta = _compiled_fns(recorder)
     assert isinstance(cpu, CompiledGraph) and cpu.kernel_count == 1
-    assert meta.fallback_reason == "device meta"
+    assert meta.fallback_reason == "device meta (the C++ target runs CPU tensors)"
 
 
 def _run(script: str, env: dict[str, str]) -> subprocess.CompletedProcess:
@@ -114,12 +117,13 @@ def test_cpu_without_interpreter_runs_the_plain_graph_and_says_so_once(tmp_path,
                  (lambda x: (x * 2).relu().sum(0), (torch.randn(4, 3),)),
                  (lambda x, y: x @ y + 1, (torch.randn(2, 3), torch.randn(3, 2)))]
         for fn, args in cases:
-            compiled = fastdynamo.compile(fn, _recorder=recorder)
+            compiled = fastdynamo.compile(fn, backend="triton", _recorder=recorder)
             for _ in range(2):
                 assert torch.equal(compiled(*args), fn(*args))
         model = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.ReLU())
         with torch.no_grad():
-            assert torch.equal(fastdynamo.compile(model, _recorder=recorder)(torch.ones(2, 3)), model(torch.ones(2, 3)))
+            assert torch.equal(fastdynamo.compile(model, backend="triton", _recorder=recorder)(torch.ones(2, 3)),
+                               model(torch.ones(2, 3)))
         assert len(recorder.captures) == 4
         for capture in recorder.captures:
             fn = capture.compiled_fn
@@ -168,7 +172,7 @@ def test_interpreter_flag_set_after_triton_was_imported_runs_aten_and_says_why(t
         os.environ["TRITON_INTERPRET"] = "1"
         recorder = Recorder()
         for fn in (lambda x: x * 3, lambda x: x.exp()):
-            compiled = fastdynamo.compile(fn, _recorder=recorder)
+            compiled = fastdynamo.compile(fn, backend="triton", _recorder=recorder)
             assert torch.equal(compiled(torch.ones(2)), fn(torch.ones(2)))
         for capture in recorder.captures:
             assert "set after triton was imported" in capture.compiled_fn.fallback_reason

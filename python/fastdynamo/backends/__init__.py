@@ -1,8 +1,9 @@
 """Backend registry: a backend is ``backend(graph_module, example_inputs) -> callable``.
 
-:data:`DEFAULT_BACKEND` (``"triton"``) is what :func:`fastdynamo.compile` uses when no
-backend is given, as Inductor is torch.compile's; ``"eager"`` runs the captured graph as
-it is.
+:data:`DEFAULT_BACKEND` (``"kernels"``: Triton kernels on CUDA, C++ kernels on CPU;
+``"inductor"`` names it too) is what :func:`fastdynamo.compile` uses when no backend is
+given, as Inductor is torch.compile's; ``"triton"`` and ``"cpp"`` force one code
+generator, ``"eager"`` runs the captured graph as it is.
 
 >>> @register_backend("noop")
 ... def noop(gm, example_inputs):
@@ -17,10 +18,12 @@ from typing import Any, Callable
 
 Backend = Callable[[Any, list], Callable[..., Any]]
 
-DEFAULT_BACKEND = "triton"
+DEFAULT_BACKEND = "kernels"
 _REGISTRY: dict[str, Backend] = {}
 # Built-in backends are imported on first lookup so that importing the registry is cheap.
-_BUILTIN_MODULES = {"eager": "fastdynamo.backends.eager", "triton": "fastdynamo.backends.triton"}
+_BUILTIN_MODULES = {"eager": "fastdynamo.backends.eager", "triton": "fastdynamo.backends.triton",
+                    "cpp": "fastdynamo.backends.cpp", "kernels": "fastdynamo.backends.default",
+                    "inductor": "fastdynamo.backends.default"}
 
 
 def register_backend(name: str) -> Callable[[Backend], Backend]:
@@ -49,6 +52,13 @@ def lookup_backend(backend: str | Backend) -> Backend:
         raise ValueError(
             f"unknown backend {backend!r}; known: {sorted(set(_REGISTRY) | set(_BUILTIN_MODULES))}"
         ) from None
+
+
+def frame_callable(compiled_fn: Callable[..., Any]) -> Callable[..., Any]:
+    """What a compiled frame calls: the backend's callable, or the faster one it offers as
+    ``fastdynamo_guarded`` for inputs that pass the frame's guards (the metadata it was
+    compiled for), which it then does not check again."""
+    return getattr(compiled_fn, "fastdynamo_guarded", compiled_fn)
 
 
 def list_backends() -> list[str]:

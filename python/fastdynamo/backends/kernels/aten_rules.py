@@ -52,6 +52,8 @@ def pointwise_node(lowering, meta: torch.Tensor, build) -> TensorValue:
     """Add a pointwise node whose body is ``build(load, vars)``; ``load(value)`` gives
     an operand (tensor or scalar) at the node's index, broadcast as ATen does."""
     shape = lowering.shape_of(meta)
+    if 0 in shape:
+        raise NoLowering("no elements")  # the extern makes the empty result
     index_vars = lowering.fresh_vars(shape)
 
     def operand(value, dtype=None):
@@ -98,10 +100,34 @@ def lower_add_sub(op_name: PointwiseOp, lowering, node, meta, left, right, alpha
     return pointwise_node(lowering, meta, build)
 
 
+_ROUNDED = {"trunc": PointwiseOp.TRUNCDIV, "floor": PointwiseOp.FLOOR_DIVIDE}
+
+
+def _integer_divisor(meta, right) -> bool:
+    """Integer division a kernel computes exactly: by a constant that is neither 0 (ATen
+    raises) nor -1 (the lowest integer overflows: a trap in C)."""
+    return (not meta.dtype.is_floating_point and meta.dtype != torch.bool and isinstance(right, int)
+            and not isinstance(right, bool) and right not in (0, -1))
+
+
 def lower_div(lowering, node, meta, left, right, rounding_mode=None) -> TensorValue:
-    if rounding_mode is not None or not meta.dtype.is_floating_point:
-        raise NoLowering("division with rounding")
-    return lower_pointwise(PointwiseOp.TRUEDIV, lowering, node, meta, left, right)
+    if rounding_mode is None:
+        if not meta.dtype.is_floating_point:
+            raise NoLowering("true division to an integer result")
+        return lower_pointwise(PointwiseOp.TRUEDIV, lowering, node, meta, left, right)
+    if rounding_mode not in _ROUNDED or not _integer_divisor(meta, right):
+        raise NoLowering(f"division with rounding {rounding_mode!r} of {meta.dtype} by {right!r}")
+    return lower_pointwise(_ROUNDED[rounding_mode], lowering, node, meta, left, right)
+
+
+def lower_floor_divide(lowering, node, meta, left, right) -> TensorValue:
+    return lower_div(lowering, node, meta, left, right, "floor")
+
+
+def lower_remainder(lowering, node, meta, left, right) -> TensorValue:
+    if not _integer_divisor(meta, right):
+        raise NoLowering(f"remainder of {meta.dtype} by {right!r}")
+    return lower_pointwise(PointwiseOp.REMAINDER, lowering, node, meta, left, right)
 
 
 def lower_where(lowering, node, meta, condition, left, right) -> TensorValue:
@@ -201,6 +227,8 @@ def lower_reduction(reduction_type: ReductionType, lowering, node, meta, value, 
         dims = [dims] if isinstance(dims, int) else dims
         reduced = tuple(sorted({d % max(rank, 1) for d in dims})) if rank else ()
     full_shape = value.shape
+    if 0 in full_shape:
+        raise NoLowering("a reduction over no elements")  # ATen's identity or error
     index_vars = lowering.fresh_vars(full_shape)
     name = lowering.fresh_name()
     body = value.load(index_vars)
@@ -308,6 +336,8 @@ LOWERINGS.update({
     aten.add: partial(lower_add_sub, PointwiseOp.ADD),
     aten.sub: partial(lower_add_sub, PointwiseOp.SUB),
     aten.div: lower_div,
+    aten.floor_divide: lower_floor_divide,
+    aten.remainder: lower_remainder,
     prims.div: lower_div,
     aten.where: lower_where,
     aten.clamp: lower_clamp,

@@ -14,7 +14,7 @@ the graph runs:
 
 Deciding at compile time is sound under :func:`fastdynamo.compile`, whose guards pin
 each input's device, dtype, shape, strides and ``requires_grad`` and the grad mode.
-There the frame calls :attr:`CompiledGraph.guarded`: the generated ``forward`` itself,
+There the frame calls :attr:`CompiledGraph.fastdynamo_guarded`: the generated ``forward`` itself,
 with no check of its own. Called directly with other inputs, a :class:`CompiledGraph`
 specialises per input metadata and runs ATen ops per call when autograd is needed.
 
@@ -190,7 +190,7 @@ class CompiledGraph:
         return getattr(self.module, "__file__", None) if self.module else None
 
     @property
-    def guarded(self) -> Callable[..., Any]:
+    def fastdynamo_guarded(self) -> Callable[..., Any]:
         """What the frame calls under its guards (the inputs have the metadata the module
         was generated for): the module's ``forward`` with no check of its own, returning
         the graph's outputs as the graph does."""
@@ -340,7 +340,7 @@ class CompiledGraph:
 
 def _flat_tuple(spec: pytree.TreeSpec) -> bool:
     """The graph returns a flat tuple (what captures give): ``forward``'s own result."""
-    return spec.type is tuple and all(child.is_leaf() for child in spec.children_specs)
+    return spec.type is tuple and all(child.is_leaf() for child in spec.children())
 
 
 def _eager_refusal(gm: torch.fx.GraphModule, example_inputs: list) -> str | None:

@@ -112,10 +112,20 @@ _OWN = {
 }
 
 
+# Ops the core table decomposes that stay one ATen call (an extern), as in Inductor:
+# attention's fused kernel beats its matmul-and-softmax decomposition.
+_KEPT = (
+    aten.scaled_dot_product_attention.default,
+    aten._scaled_dot_product_flash_attention_for_cpu.default,
+)
+
+
 @functools.cache
 def decomposition_table() -> dict:
     """op overload -> decomposition function, as ``make_fx`` takes it."""
     table = dict(core_aten_decompositions())
+    for op in _KEPT:
+        table.pop(op, None)
     table.update(get_decompositions(_TORCH_DECOMPOSED))
     table.update(_OWN)
     return table

@@ -31,6 +31,8 @@ import dataclasses
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+import torch
+
 from . import indexing
 from .indexing import ZERO, Var
 from .ir import (
@@ -191,11 +193,15 @@ def group_loads(nodes: dict, members: set, expr, var_map: dict, memo: set | None
 
 
 def eliminate_dead_nodes(graph: KernelGraph) -> KernelGraph:
-    """Drop pointwise/reduction nodes nothing reads (decompositions leave some)."""
+    """Drop nodes nothing reads (decompositions leave some, and a model computes values
+    it never uses): pointwise and reduction nodes, and externs that are pure ATen
+    functions (no written argument, no random numbers drawn)."""
     live = {out.buffer for out in graph.outputs if out.buffer}
     kept = []
     for node in reversed(graph.nodes):
         if node.kind in ("pointwise", "reduction") and node.name not in live:
+            continue
+        if isinstance(node, ExternNode) and _pure(node.target) and not any(out.name in live for out in node.outputs):
             continue
         kept.append(node)
         if isinstance(node, ExternNode):
@@ -203,6 +209,14 @@ def eliminate_dead_nodes(graph: KernelGraph) -> KernelGraph:
         elif node.kind != "input":
             live.update(load.buffer for load in iter_loads(node.body))
     return dataclasses.replace(graph, nodes=list(reversed(kept)), outputs=list(graph.outputs))
+
+
+def _pure(target) -> bool:
+    """An ATen operator whose only effect is its result."""
+    schema = getattr(target, "_schema", None)
+    if schema is None or schema.is_mutable or getattr(target, "namespace", None) not in ("aten", "prims"):
+        return False
+    return torch.Tag.nondeterministic_seeded not in getattr(target, "tags", ())
 
 
 def inline_broadcast_inputs(graph: KernelGraph) -> KernelGraph:
@@ -343,3 +357,27 @@ def _decide_stores(graph: KernelGraph, steps: list, nodes: dict) -> set:
             step.stores = [name for name in step.members if name in needed]
     return {name for name in needed if name in group_of}
 
+
+
+def reduction_depths(group: KernelGroup, nodes: dict) -> dict:
+    """Per member: how many passes over the row must finish before its value is known
+    (a reduction that reads another reduction's result runs in the pass after it)."""
+    members = set(group.members)
+    depths: dict = {}
+
+    def expr_depth(expr) -> int:
+        deepest = 0
+        for load in iter_loads(expr):
+            if load.buffer in members:
+                deepest = max(deepest, node_depth(load.buffer))
+        return deepest
+
+    def node_depth(name: str) -> int:
+        if name not in depths:
+            node = nodes[name]
+            depths[name] = expr_depth(node.body) + (1 if isinstance(node, ReductionNode) else 0)
+        return depths[name]
+
+    for name in group.members:
+        node_depth(name)
+    return depths

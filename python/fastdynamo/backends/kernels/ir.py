@@ -130,9 +130,9 @@ class ReductionNode:
 class BufferArg:
     """A tensor argument of an extern: a buffer, then ATen view calls replayed on it.
 
-    ``layout`` is the view's ``(shape, stride, storage_offset)`` when it is static and the
-    buffer is one the wrapper allocates (offset 0): the wrapper then makes the view in one
-    call instead of replaying the chain."""
+    ``layout`` is the view's ``(shape, stride, offset)`` when it is static, the offset
+    counted from the buffer's own storage offset: where the buffer's strides are known
+    at run time the wrapper then makes the view in one call instead of replaying the chain."""
 
     buffer: str
     view_chain: tuple = ()
@@ -172,6 +172,7 @@ class OutputRef:
     buffer: str | None
     view_chain: tuple = ()
     constant: Any = None
+    layout: tuple | None = None  # as BufferArg's
 
 
 Node = Union[InputNode, PointwiseNode, ReductionNode, ExternNode]
@@ -187,9 +188,11 @@ class KernelGraph:
 
     nodes: list = field(default_factory=list)
     outputs: list = field(default_factory=list)
-    # Graph inputs that are sizes, not tensors: their names in argument order among the
-    # input nodes' (None: every argument is an input node).
+    # The wrapper's arguments in order: input nodes' names, and for symbolic graphs the
+    # int inputs too (None: every input node, in order).
     arguments: list | None = None
+    # Input nodes that are not arguments: tensors the trace made, written into the module.
+    constants: dict = field(default_factory=dict)
     # Symbolic sizes: symbol name -> where ``call`` reads it, (kind, argument, dim) with
     # kind "size", "stride", "offset" or "value" (see :mod:`symbolic`).
     size_bindings: dict = field(default_factory=dict)

@@ -34,6 +34,9 @@ from .opset import DTYPES
 from .sizes import Size, SymbolicRefused
 from .views import TensorValue
 
+# Largest tensor constant written into a generated module's source.
+MAX_CONSTANT_ELEMENTS = 256
+
 
 class UnsupportedGraph(Exception):
     """The whole graph must run as ATen ops; the message says why."""
@@ -110,6 +113,9 @@ class _Lowering:
         # Aliasing, read off the FakeTensors make_fx left in node.meta: values that share a
         # storage are views of one another (or the same tensor).
         self.storages = {node: _storages(node.meta.get("val")) for node in aten_gm.graph.nodes}
+        # buffer -> the storage offset its FakeTensor has (computed buffers: 0, set by
+        # name below), for views made from it by layout (None: symbolic)
+        self.base_offsets: dict = _ComputedOffsets()
 
     def fresh_name(self) -> str:
         name = f"buf{self.counter}"
@@ -150,12 +156,12 @@ class _Lowering:
                 self.env[node] = self.lower_call(node)
             elif node.op == "output":
                 self.graph.outputs = [self.output_ref(value) for value in pytree.tree_leaves(node.args[0])]
+            elif node.op == "get_attr":
+                self.env[node] = self.lower_constant(node)
             else:
-                # get_attr: a tensor constant created inside the graph; its value is not
-                # part of the cache key, so it cannot be compiled in.
                 raise UnsupportedGraph(f"{node.op} {node.target} in the ATen graph")
+        self.graph.arguments = arguments
         if self.signature is not None:
-            self.graph.arguments = arguments
             self.graph.size_bindings = {symbol.name: (b.kind, arguments[b.position], b.dim)
                                         for symbol, b in self.signature.bindings.items()}
         return self.graph
@@ -169,13 +175,34 @@ class _Lowering:
         shape = self.shape_of(meta)
         _check_tensor(meta, node, shape)
         self.graph.add(InputNode(name, shape, self.stride_of(meta), meta.dtype))
+        self.base_offsets[name] = meta.storage_offset() if _is_static(meta) else None
         return TensorValue.of_buffer(name, shape, meta.dtype)
 
+    def lower_constant(self, node: torch.fx.Node) -> TensorValue:
+        """A tensor the trace made (``torch.tensor([])`` in the model, a decomposition's
+        scalar): written into the generated module, which is sound because the trace is a
+        function of what the cache key holds (the graph's code and the inputs' metadata)."""
+        value = getattr(self.gm, str(node.target), None)
+        if not isinstance(value, torch.Tensor) or value.numel() > MAX_CONSTANT_ELEMENTS or not value.is_contiguous():
+            raise UnsupportedGraph(f"tensor constant {node.target} too large or not contiguous to compile in")
+        if value.dtype not in DTYPES or value.layout != torch.strided or value.device.type == "meta":
+            raise UnsupportedGraph(f"tensor constant {node.target} of {value.dtype} on {value.device}")
+        name = f"constant{len(self.graph.constants)}"
+        shape = tuple(value.shape)
+        self.graph.constants[name] = value.detach().clone()
+        self.graph.add(InputNode(name, shape, tuple(value.stride()), value.dtype))
+        return TensorValue.of_buffer(name, shape, value.dtype)
+
     def output_ref(self, value) -> OutputRef:
+        fake = value.meta.get("val") if isinstance(value, torch.fx.Node) else None
         if isinstance(value, torch.fx.Node):
             value = self.env[value]
+        if isinstance(value, TensorValue) and value.base in self.graph.constants:
+            # the module's one tensor would be every call's output: the user could change it
+            raise UnsupportedGraph("a tensor constant is an output")
         if isinstance(value, TensorValue):
-            return OutputRef(value.base, value.view_chain)
+            layout = self.view_layout(value, fake if isinstance(fake, torch.Tensor) else None)
+            return OutputRef(value.base, value.view_chain, layout=layout)
         if isinstance(value, tuple):
             raise UnsupportedGraph("a tuple-valued node is an output")
         return OutputRef(None, constant=value)
@@ -258,15 +285,17 @@ class _Lowering:
             raise UnsupportedGraph(f"no functional form of {target}")
         return functional
 
-    def lower_extern(self, node, target, args, kwargs, meta) -> object:
-        computed = {n.name for n in self.graph.nodes if n.kind in ("pointwise", "reduction")}
+    def view_layout(self, value: TensorValue, fake) -> tuple | None:
+        """A static view's (shape, stride, offset from its buffer's storage offset)."""
+        base_offset = self.base_offsets.get(value.base)
+        if not value.view_chain or fake is None or base_offset is None or not _is_static(fake):
+            return None
+        return (tuple(fake.shape), tuple(fake.stride()), fake.storage_offset() - base_offset)
 
+    def lower_extern(self, node, target, args, kwargs, meta) -> object:
         def to_arg(value, fake):
             if isinstance(value, TensorValue):
-                layout = None
-                if value.view_chain and value.base in computed and fake is not None and _is_static(fake):
-                    layout = (tuple(fake.shape), tuple(fake.stride()), fake.storage_offset())
-                return BufferArg(value.base, value.view_chain, layout)
+                return BufferArg(value.base, value.view_chain, self.view_layout(value, fake))
             return value
 
         extern_args = _map_pairs(to_arg, args, _fakes(node.args))
@@ -286,6 +315,7 @@ class _Lowering:
                 raise UnsupportedGraph(f"{target} returns a non-tensor")
             out_name = f"{name}_{position}" if not isinstance(meta, torch.Tensor) else name
             outputs.append(ExternOutput(out_name, self.shape_of(leaf), self.stride_of(leaf), leaf.dtype))
+            self.base_offsets[out_name] = leaf.storage_offset() if _is_static(leaf) else None
             paths.append(() if isinstance(meta, torch.Tensor) else (position,))
             values.append(TensorValue.of_buffer(out_name, self.shape_of(leaf), leaf.dtype))
         spelling = None
@@ -297,12 +327,19 @@ class _Lowering:
 
 
 def _check_tensor(meta: torch.Tensor, node: torch.fx.Node, shape: tuple) -> None:
+    # (an empty tensor is fine: externs compute it, and no kernel is made over 0 elements)
     if meta.dtype not in DTYPES:
         raise UnsupportedGraph(f"{node.name} has dtype {meta.dtype}")
-    if 0 in shape:  # a symbolic size is never 0
-        raise UnsupportedGraph(f"{node.name} has no elements")
     if meta.layout != torch.strided:
         raise UnsupportedGraph(f"{node.name} is not a strided tensor")
+
+
+class _ComputedOffsets(dict):
+    """Storage offsets of buffers by name; a buffer a kernel writes (``bufN`` of a
+    pointwise or reduction node, not recorded) is a fresh allocation: offset 0."""
+
+    def get(self, key, default=None):
+        return super().get(key, 0 if str(key).startswith("buf") else default)
 
 
 def _map_pairs(fn, value, fake):

@@ -1,13 +1,14 @@
 """What every generated wrapper calls at run time besides its kernels: layout fix-ups
 and fast views. Nothing here imports triton or a compiler.
 
-``reinterpret(t, shape, stride, offset)`` is a view of ``t``'s storage (what ATen's
-``as_strided`` makes): torch's C++ fast path when this torch has it (about 5x cheaper
-than ``Tensor.as_strided`` from Python), else ``as_strided`` itself.
+``reinterpret(t, shape, stride, offset)`` is a view of ``t``'s storage with ``offset``
+counted from ``t``'s own storage offset: torch's C++ fast path when this torch has it
+(about 5x cheaper than ``Tensor.as_strided`` from Python, and checked at import to count
+the offset that way), else ``as_strided``.
 
 >>> base = torch.arange(6.0)
->>> reinterpret(base, (2, 3), (1, 2), 0).tolist()
-[[0.0, 2.0, 4.0], [1.0, 3.0, 5.0]]
+>>> reinterpret(base, (2, 3), (1, 2), 0).tolist(), reinterpret(base[2:], (2,), (1,), 1).tolist()
+([[0.0, 2.0, 4.0], [1.0, 3.0, 5.0]], [3.0, 4.0])
 >>> with_strides(torch.ones(2, 3).t(), (3, 2), (2, 1)).stride()
 (2, 1)
 """
@@ -18,10 +19,21 @@ from typing import Any, Callable
 import torch
 
 
+def _as_strided_from(tensor: torch.Tensor, shape, stride, offset: int) -> torch.Tensor:
+    return tensor.as_strided(shape, stride, tensor.storage_offset() + offset)
+
+
 def _fast_reinterpret() -> Callable[..., torch.Tensor]:
     guards = getattr(getattr(torch._C, "_dynamo", None), "guards", None)
     fast = getattr(guards, "_reinterpret_tensor", None)
-    return fast if fast is not None else torch.as_strided
+    if fast is None:
+        return _as_strided_from
+    probe = torch.arange(4.0)[1:]
+    try:
+        relative = fast(probe, (1,), (1,), 1).item() == 2.0
+    except Exception:  # noqa: BLE001 - another signature in another torch: not the fast path
+        relative = False
+    return fast if relative else _as_strided_from
 
 
 reinterpret: Callable[..., torch.Tensor] = _fast_reinterpret()
@@ -29,7 +41,7 @@ reinterpret: Callable[..., torch.Tensor] = _fast_reinterpret()
 
 def with_strides(tensor: torch.Tensor, shape: tuple, stride: tuple) -> torch.Tensor:
     """``tensor`` in the layout kernels were generated for (an extern may pick another)."""
-    if tuple(tensor.stride()) == tuple(stride) or tensor.numel() <= 1:
+    if tensor is None or tuple(tensor.stride()) == tuple(stride) or tensor.numel() <= 1:
         return tensor
     out = torch.empty_strided(shape, stride, dtype=tensor.dtype, device=tensor.device)
     out.copy_(tensor)

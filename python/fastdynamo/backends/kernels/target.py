@@ -53,6 +53,11 @@ class Renderer(Protocol):
         """Module-level code that defines every kernel so that launch lines can run it."""
         ...
 
+    def forward_prologue(self, inputs: list[str]) -> list[str]:
+        """Statements at the start of ``forward`` (what launches and allocations read);
+        ``inputs`` are the names of the tensor inputs."""
+        ...
+
     def launch_line(self, kernel: RenderedKernel, size_arguments: str) -> str:
         """The statement in the wrapper's body that runs ``kernel`` (without indentation);
         ``size_arguments`` is the Python source of its symbolic ``xnumel``/``rnumel``

@@ -28,15 +28,15 @@ def generate_module(schedule: Schedule, attribute_names: list, renderer: Rendere
     """Source of the whole generated module for ``schedule``."""
     graph = schedule.graph
     meta = graph.buffer_meta()
-    inputs = [node.name for node in graph.nodes if node.kind == "input"]
+    inputs = [node.name for node in graph.nodes if node.kind == "input" and node.name not in graph.constants]
     kernels = {step.name: renderer.render_kernel(schedule, step) for step in schedule.kernels()}
     kernel_params = {name: kernel.params for name, kernel in kernels.items()}
     last_use = _last_uses(schedule, kernel_params)
+    views = _Views(schedule, kernel_params, inputs)
     outputs = {out.buffer for out in graph.outputs if out.buffer}
     arguments = graph.arguments if graph.arguments is not None else inputs
-    body: list[str] = []
+    body: list[str] = ["    " + line for line in renderer.forward_prologue(inputs)] if kernels else []
     body.extend(_size_binding_lines(graph.size_bindings))
-    body.append(f"    device = {inputs[0]}.device" if inputs else "    device = None")
     for position, step in enumerate(schedule.steps):
         if isinstance(step, KernelGroup):
             kernel = kernels[step.name]
@@ -49,15 +49,16 @@ def generate_module(schedule: Schedule, attribute_names: list, renderer: Rendere
                                      for key, size in symbolic.items() if not isinstance(size, int))
             body.append("    " + renderer.launch_line(kernel, size_arguments))
         else:
-            body.extend(_extern_lines(step))
+            body.extend(views.extern_lines(step))
         dead = sorted(b for b, last in last_use.items() if last == position and b not in outputs
-                      and b not in inputs and b not in graph.size_bindings)
+                      and b not in inputs and b not in graph.size_bindings and b not in graph.constants)
         if dead:
             body.append(f"    del {', '.join(dead)}")
-    results = [_argument(BufferArg(out.buffer, out.view_chain)) if out.buffer else render_python_value(out.constant)
-               for out in graph.outputs]
+    results = [views.argument(BufferArg(out.buffer, out.view_chain, out.layout)) if out.buffer
+               else render_python_value(out.constant) for out in graph.outputs]
     body.append(f"    return ({', '.join(results)}{',' if len(results) == 1 else ''})")
     parts = [renderer.module_header(), renderer.kernel_section(list(kernels.values()))]
+    parts.extend(f"{name} = {_constant(value)}\n" for name, value in graph.constants.items())
     parts.append(f"KERNEL_COUNT = {schedule.kernel_count}\n")
     if graph.size_bindings:
         parts.append(f"SIZE_ARGUMENTS = {sorted(graph.size_bindings)!r}  # one kernel set for every size\n")
@@ -74,45 +75,72 @@ def call(args):
 '''
 
 
-def _argument(value: BufferArg) -> str:
-    """A buffer as an extern argument or output: one ``_runtime.reinterpret`` call for a
-    static view of a buffer the wrapper allocated, else the view chain replayed."""
-    if value.layout is not None:
+class _Views:
+    """Which buffers have, at run time, the strides their FakeTensors have (so a static
+    view of them is one ``reinterpret`` call): those kernels write (allocated with those
+    strides, at offset 0), constants, the inputs (the frame's guards pin their strides)
+    and extern outputs passed through ``with_strides``, which is done for those a kernel
+    reads or a view is made of. Other views replay their ATen view calls."""
+
+    def __init__(self, schedule: Schedule, kernel_params: dict, inputs: list):
+        graph = schedule.graph
+        self.allocated = {name for step in schedule.kernels() for name in step.stores} | set(graph.constants)
+        self.extern_outputs = {out.name for step in schedule.steps if isinstance(step, ExternNode)
+                               for out in step.outputs}
+        viewed = {arg.buffer for step in schedule.steps if isinstance(step, ExternNode)
+                  for arg in extern_buffer_args(step) if arg.layout is not None}
+        viewed |= {out.buffer for out in graph.outputs if out.buffer and out.layout is not None}
+        read = {name for params in kernel_params.values() for name in params}
+        self.normalized = (read | viewed) & self.extern_outputs
+        self.known = self.allocated | self.normalized | set(inputs)
+
+    def argument(self, value: BufferArg) -> str:
+        """A buffer as an extern argument or output (see the class docstring)."""
+        if value.layout is None or value.buffer not in self.known:
+            return render_python_value(BufferArg(value.buffer, value.view_chain))
         shape, stride, offset = value.layout
         return f"_runtime.reinterpret({value.buffer}, {shape!r}, {stride!r}, {offset})"
-    return render_python_value(value)
+
+    def rendered(self, value) -> object:
+        if isinstance(value, BufferArg):
+            return Source(self.argument(value))
+        if isinstance(value, (list, tuple)):
+            return type(value)(self.rendered(v) for v in value)
+        if isinstance(value, dict):
+            return {key: self.rendered(v) for key, v in value.items()}
+        return value
+
+    def extern_lines(self, step: ExternNode) -> list[str]:
+        args = tuple(self.rendered(a) for a in step.args)
+        kwargs = {key: self.rendered(v) for key, v in step.kwargs.items()}
+        call = render_call(step.target, args, kwargs, step.spelling)
+        if len(step.outputs) == 1 and step.result_paths[0] == ():
+            return [f"    {step.outputs[0].name} = {self.output(step.outputs[0], call)}"]
+        lines = [f"    {step.name} = {call}"]
+        for out, path in zip(step.outputs, step.result_paths, strict=True):
+            lines.append(f"    {out.name} = {self.output(out, step.name + ''.join(f'[{p}]' for p in path))}")
+        lines.append(f"    del {step.name}")
+        return lines
+
+    def output(self, out, value: str) -> str:
+        if out.name not in self.normalized:
+            return value
+        return f"_runtime.with_strides({value}, {_layout(out)})"
 
 
-def _render_argument(value) -> object:
-    if isinstance(value, BufferArg):
-        return Source(_argument(value))
-    if isinstance(value, (list, tuple)):
-        return type(value)(_render_argument(v) for v in value)
-    if isinstance(value, dict):
-        return {key: _render_argument(v) for key, v in value.items()}
-    return value
+def _constant(value) -> str:
+    """Source that makes ``value`` (a small contiguous tensor) at the module's import."""
+    dtype, device = render_python_value(value.dtype), render_python_value(value.device)
+    if value.numel() == 0:
+        return f"torch.empty({render_python_value(tuple(value.shape))}, dtype={dtype}, device={device})"
+    data = render_python_value(value.flatten().tolist())
+    return f"torch.tensor({data}, dtype={dtype}, device={device}).reshape({render_python_value(tuple(value.shape))})"
 
 
 def _size_binding_lines(bindings: dict) -> list[str]:
     """``s0 = arg0.size(0)``...: each symbolic size read from the inputs of the call."""
     reads = {"size": "{}.size({})", "stride": "{}.stride({})", "offset": "{}.storage_offset()", "value": "{}"}
     return [f"    {symbol} = {reads[kind].format(argument, dim)}" for symbol, (kind, argument, dim) in bindings.items()]
-
-
-def _extern_lines(step: ExternNode) -> list[str]:
-    args = tuple(_render_argument(a) for a in step.args)
-    kwargs = {key: _render_argument(v) for key, v in step.kwargs.items()}
-    call = render_call(step.target, args, kwargs, step.spelling)
-    if len(step.outputs) == 1 and step.result_paths[0] == ():
-        out = step.outputs[0]
-        return [f"    {out.name} = {call}",
-                f"    {out.name} = _runtime.with_strides({out.name}, {_layout(out)})"]
-    lines = [f"    {step.name} = {call}"]
-    for out, path in zip(step.outputs, step.result_paths, strict=True):
-        lines.append(f"    {out.name} = _runtime.with_strides({step.name}{''.join(f'[{p}]' for p in path)}, "
-                     f"{_layout(out)})")
-    lines.append(f"    del {step.name}")
-    return lines
 
 
 def _layout(out) -> str:

@@ -40,6 +40,13 @@ POINTWISE_RULES: dict[PointwiseOp, PointwiseRule] = {
     PointwiseOp.SUB: PointwiseRule("{0} - {1}"),
     PointwiseOp.MUL: PointwiseRule("{0} * {1}"),
     PointwiseOp.TRUEDIV: PointwiseRule("{0} / {1}"),
+    # Integer operands only (lowering's rule): Triton's // and % truncate toward zero,
+    # Python's and ATen's floor, so the floor forms correct by one where the signs differ.
+    PointwiseOp.TRUNCDIV: PointwiseRule("{0} // {1}"),
+    PointwiseOp.FLOOR_DIVIDE: PointwiseRule(
+        "tl.where((({0} % {1}) != 0) & ((({0} % {1}) < 0) != ({1} < 0)), {0} // {1} - 1, {0} // {1})"),
+    PointwiseOp.REMAINDER: PointwiseRule(
+        "tl.where((({0} % {1}) != 0) & ((({0} % {1}) < 0) != ({1} < 0)), {0} % {1} + {1}, {0} % {1})"),
     PointwiseOp.NEG: PointwiseRule("-{0}"),
     PointwiseOp.ABS: PointwiseRule("tl.abs({0})"),
     PointwiseOp.RECIPROCAL: PointwiseRule("1.0 / {0}"),
@@ -59,8 +66,9 @@ POINTWISE_RULES: dict[PointwiseOp, PointwiseRule] = {
     PointwiseOp.RELU: PointwiseRule("tl.where({0} < 0, 0, {0})"),
     PointwiseOp.MAXIMUM: PointwiseRule("tl.where(({0} > {1}) | ({0} != {0}), {0}, {1})"),
     PointwiseOp.MINIMUM: PointwiseRule("tl.where(({0} < {1}) | ({0} != {0}), {0}, {1})"),
-    PointwiseOp.CLAMP_MIN: PointwiseRule("tl.where({0} < {1}, {1}, {0})"),
-    PointwiseOp.CLAMP_MAX: PointwiseRule("tl.where({0} > {1}, {1}, {0})"),
+    # a NaN bound makes the result NaN, as in ATen; a tie keeps x (its -0.0 too)
+    PointwiseOp.CLAMP_MIN: PointwiseRule("tl.where(({0} < {1}) | ({1} != {1}), {1}, {0})"),
+    PointwiseOp.CLAMP_MAX: PointwiseRule("tl.where(({0} > {1}) | ({1} != {1}), {1}, {0})"),
     PointwiseOp.EQ: PointwiseRule("{0} == {1}"),
     PointwiseOp.NE: PointwiseRule("{0} != {1}"),
     PointwiseOp.LT: PointwiseRule("{0} < {1}"),

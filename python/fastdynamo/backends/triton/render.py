@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 import torch
 
 from ..kernels import indexing, sizes
-from ..kernels.fusion import KernelGroup, Schedule
-from ..kernels.ir import Constant, IndexValue, Load, Op, PointwiseNode, ReductionNode, SizeValue, iter_loads
+from ..kernels.fusion import KernelGroup, Schedule, reduction_depths
+from ..kernels.ir import Constant, IndexValue, Load, Op, PointwiseNode, ReductionNode, SizeValue
 from ..kernels.opset import PointwiseOp, accumulator_dtype, compute_dtype, reduction_identity
 from ..kernels.target import RenderedKernel
 from . import templates
@@ -306,7 +306,7 @@ class _KernelRenderer:
     def _body_looped_reduction(self) -> str:
         outer = _Scope("    ")
         outer.lines += self.index_lines("    ", "xindex", self.group.x_shape, "x", self.xnumel)
-        depth = _reduction_depths(self.group, self.nodes)
+        depth = reduction_depths(self.group, self.nodes)
         final_pass = max(depth.values(), default=0)
         row_stores = [n for n in self.group.stores if self.group.space_of(self.nodes[n]) == "row"]
         full_stores = [n for n in self.group.stores if n not in row_stores]
@@ -333,29 +333,6 @@ class _KernelRenderer:
 
 def _body_dtype(node: ReductionNode) -> torch.dtype:
     return node.body.dtype
-
-
-def _reduction_depths(group: KernelGroup, nodes: dict) -> dict:
-    """Per member: how many row passes must finish before its value is known."""
-    members = set(group.members)
-    depths: dict = {}
-
-    def expr_depth(expr) -> int:
-        deepest = 0
-        for load in iter_loads(expr):
-            if load.buffer in members:
-                deepest = max(deepest, node_depth(load.buffer))
-        return deepest
-
-    def node_depth(name: str) -> int:
-        if name not in depths:
-            node = nodes[name]
-            depths[name] = expr_depth(node.body) + (1 if isinstance(node, ReductionNode) else 0)
-        return depths[name]
-
-    for name in group.members:
-        node_depth(name)
-    return depths
 
 
 def render_kernel(schedule: Schedule, group: KernelGroup, persistent_max: int) -> TritonKernel:
@@ -389,6 +366,9 @@ class TritonRenderer:
             launchers.append(f"{kernel.name}_launcher = _triton_runtime.KernelLauncher({kernel.name}, "
                              f"{kernel.template!r}, {static[0]}, {static[1]}, {configs!r})")
         return "\n".join(lines) + "\n\n" + "\n".join(launchers) + "\n"
+
+    def forward_prologue(self, inputs: list[str]) -> list[str]:
+        return [f"device = {inputs[0]}.device" if inputs else "device = None"]
 
     def launch_line(self, kernel: RenderedKernel, size_arguments: str) -> str:
         return f"{kernel.name}_launcher({', '.join(kernel.params)}{size_arguments})"
