@@ -1,11 +1,15 @@
-"""Helpers for the Triton backend's tests: kernels run in Triton's interpreter on CPU
-(set up by the repository's root conftest.py, before triton is imported)."""
+"""Helpers for the kernel generator's tests, run through both renderers: Triton kernels in
+Triton's interpreter on CPU (set up by the repository's root conftest.py, before triton
+is imported) and C++ kernels compiled for this machine. A test that takes ``compare``
+runs once per target; Triton options (block sizes) do not apply to C++ and are ignored there."""
 from __future__ import annotations
+
+import functools
 
 import pytest
 import torch
 
-from fastdynamo.backends.triton import compile_graph
+from kernel_targets import TARGETS
 
 # Tolerances per dtype: kernels compute half types in float32 and round once on store,
 # eager rounds after every op; the interpreter truncates bf16 casts (1 ulp).
@@ -51,10 +55,11 @@ def float32_reference(fn, inputs):
     return narrow(result)
 
 
-def compile_and_compare(fn, *inputs, options=None, dtype=None, expect_kernels=None, reference=None):
-    """Trace ``fn``, compile it, check it against eager; return the compiled graph."""
+def compile_and_compare(fn, *inputs, options=None, dtype=None, expect_kernels=None, reference=None,
+                        target="triton"):
+    """Trace ``fn``, compile it for ``target``, check it against eager; return the compiled graph."""
     gm = torch.fx.symbolic_trace(fn) if not isinstance(fn, torch.fx.GraphModule) else fn
-    compiled = compile_graph(gm, list(inputs), options)
+    compiled = TARGETS[target](gm, list(inputs), options)
     assert compiled.fallback_reason is None, compiled.fallback_reason
     expected = reference(fn, inputs) if reference else fn(*inputs)
     assert_same(compiled(*inputs), expected, dtype)
@@ -63,9 +68,15 @@ def compile_and_compare(fn, *inputs, options=None, dtype=None, expect_kernels=No
     return compiled
 
 
+@pytest.fixture(params=sorted(TARGETS))
+def target(request) -> str:
+    """Each kernel target in turn."""
+    return request.param
+
+
 @pytest.fixture
-def compare():
-    return compile_and_compare
+def compare(target):
+    return functools.partial(compile_and_compare, target=target)
 
 
 @pytest.fixture(name="float32_reference")

@@ -15,7 +15,9 @@ from hypothesis import strategies as st
 
 from torch.fx.experimental.proxy_tensor import make_fx
 
-from fastdynamo.backends.triton import TritonOptions, compile_graph
+from fastdynamo.backends.triton import TritonOptions
+
+from kernel_targets import TARGETS
 
 EXAMPLES = int(os.environ.get("FASTDYNAMO_HYPOTHESIS_EXAMPLES", "25"))
 UNARY = {
@@ -93,15 +95,16 @@ def make_program(ops, shape):
 
 
 @settings(max_examples=EXAMPLES, deadline=None, database=None, suppress_health_check=list(HealthCheck))
-@given(ops=st.lists(OPS, min_size=1, max_size=6), shape=SHAPES, options=OPTIONS, seed=st.integers(0, 2**16))
-def test_random_graph_matches_eager(ops, shape, options, seed):
+@given(ops=st.lists(OPS, min_size=1, max_size=6), shape=SHAPES, options=OPTIONS, seed=st.integers(0, 2**16),
+       target=st.sampled_from(sorted(TARGETS)))
+def test_random_graph_matches_eager(ops, shape, options, seed, target):
     generator = torch.Generator().manual_seed(seed)
     x = torch.randn(shape, generator=generator)
     y = torch.randn(shape, generator=generator)
     program = make_program(ops, shape)
     expected = program(x, y)
     gm = make_fx(program)(x, y)  # shape-dependent Python control flow: trace for real
-    compiled = compile_graph(gm, [x, y], options)
+    compiled = TARGETS[target](gm, [x, y], options)
     assert compiled.fallback_reason is None, compiled.fallback_reason
     actual = compiled(x, y)
     for a, e in zip(actual, expected):
