@@ -12,10 +12,10 @@ directory and renamed into place, so two processes building one source at once e
 write a whole file, the last rename wins, and a process that loaded the other one keeps
 its mapping. ``STATS`` counts ``compiles``, ``disk_hits`` and ``memory_hits``.
 
->>> binary_key("int x;", ("g++", "g++ 12", "avx2", ("-O3",), ())) == binary_key("int x;", ("g++", "g++ 12", "avx2", ("-O3",), ()))
-True
->>> binary_key("int x;", ("g++", "g++ 12", "avx2", ("-O3",), ())) == binary_key("int y;", ("g++", "g++ 12", "avx2", ("-O3",), ()))
-False
+>>> parts = ("/usr/bin/g++-12", "g++ 12.2.0", "avx2", ("-O3",), ("-shared",))
+>>> key = binary_key("int x;", parts)
+>>> len(key), key == binary_key("int x;", parts), key == binary_key("int y;", parts)
+(64, True, False)
 """
 from __future__ import annotations
 

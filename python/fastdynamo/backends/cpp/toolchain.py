@@ -168,7 +168,7 @@ def discover(environ: Mapping[str, str] = os.environ) -> Toolchain:
     requested = level_requested(environ)
     with tempfile.TemporaryDirectory(prefix="fastdynamo-probe-") as workdir:
         prober = _Prober(compiler, Path(workdir))
-        features = prober.cpu_features()
+        features = cpu_features(compiler)
         levels = supported_levels(features)
         if requested is not None and requested not in levels:
             raise ToolchainUnavailable(
@@ -236,19 +236,25 @@ class _Prober:
         return ToolchainUnavailable(f"{self.compiler.path} cannot build a shared library with "
                                     f"{shlex.join(baseline.compile_flags)}:\n{trim(reason)}")
 
-    def cpu_features(self) -> frozenset[str]:
-        """The CPU's features: ``/proc/cpuinfo``, else a program that asks the CPU."""
-        if platform.machine().lower() not in ("x86_64", "amd64"):
-            return frozenset()  # the levels are x86's: nothing to ask for
-        features = cpuinfo_features()
-        return features if features is not None else self.run_feature_probe()
 
-    def run_feature_probe(self) -> frozenset[str]:
-        source, program = self.workdir / "cpu_features.cpp", self.workdir / "cpu_features"
+def cpu_features(compiler: Compiler) -> frozenset[str]:
+    """The CPU's features: ``/proc/cpuinfo``, else what a program built by ``compiler``
+    asks the CPU (:func:`features_by_program`); none off x86 (the levels are x86's)."""
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return frozenset()
+    features = cpuinfo_features()
+    return features if features is not None else features_by_program(compiler)
+
+
+def features_by_program(compiler: Compiler) -> frozenset[str]:
+    """The features of :data:`isa.ALL_FEATURES` this CPU has, by building and running
+    :func:`isa.probe_source`; none when it does not build or run."""
+    with tempfile.TemporaryDirectory(prefix="fastdynamo-probe-") as workdir:
+        source, program = Path(workdir, "cpu_features.cpp"), Path(workdir, "cpu_features")
         source.write_text(probe_source())
-        failure = _run_step(self.compiler, ["-O1", str(source), "-o", str(program)])
+        failure = _run_step(compiler, ["-O1", str(source), "-o", str(program)])
         if failure is not None:
             logger.debug("CPU feature probe did not build, assuming no vector level:\n%s", failure)
             return frozenset()
         result = subprocess.run([str(program)], capture_output=True, text=True, timeout=30)
-        return parse_probe_output(result.stdout) if result.returncode == 0 else frozenset()
+    return parse_probe_output(result.stdout) if result.returncode == 0 else frozenset()
