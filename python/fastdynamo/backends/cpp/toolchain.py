@@ -143,21 +143,24 @@ def level_requested(environ: Mapping[str, str]) -> VectorLevel | None:
 
 
 _LOCK = threading.Lock()
-_CURRENT: Toolchain | ToolchainUnavailable | None = None
+# The discovered toolchain, or the reason there is none (a str).
+_CURRENT: Toolchain | str | None = None
 
 
 def toolchain() -> Toolchain:
     """This process's toolchain, discovered on the first call (from ``os.environ``);
-    raises ToolchainUnavailable, the same one each time, when there is none."""
+    raises ToolchainUnavailable, with the same reason each time and without probing
+    again, when there is none."""
     global _CURRENT
     with _LOCK:
         if _CURRENT is None:
             try:
                 _CURRENT = discover()
             except ToolchainUnavailable as err:
-                _CURRENT = err
-        if isinstance(_CURRENT, ToolchainUnavailable):
-            raise _CURRENT
+                _CURRENT = err.reason
+        if isinstance(_CURRENT, str):
+            # A new exception each time: re-raising one object grows its traceback.
+            raise ToolchainUnavailable(_CURRENT)
         return _CURRENT
 
 
