@@ -3,7 +3,12 @@
 The pipeline is the shared kernel generator (:mod:`fastdynamo.backends.kernels`); this
 package is its C++ half: :mod:`render` with :mod:`loops`, :mod:`op_rules` and
 :mod:`sizes_cpp` (C++ source), the runtime header (``include/``), :mod:`runtime` (the
-compiled library and its kernel launchers) and :mod:`target`.
+compiled library and its kernel launchers) and :mod:`target`. The toolchain under it:
+:mod:`cxx` finds the C++ compiler (``$CXX``, else ``c++``, ``g++``, ``clang++``),
+:mod:`isa` the vector instruction set the CPU and the compiler both support,
+:mod:`openmp` how to link so that the process keeps the one OpenMP runtime torch
+loaded, :mod:`toolchain` probes them once per process, and :mod:`binary_cache`
+compiles a translation unit to ``<cache dir>/cpp/<key>.so`` and loads it.
 
 >>> import torch
 >>> from fastdynamo.backends import lookup_backend

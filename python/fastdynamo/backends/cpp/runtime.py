@@ -10,13 +10,19 @@ the same contract through ctypes.
 from __future__ import annotations
 
 import ctypes
+import logging
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Sequence
 
 import torch
 
-from . import _interim_build
+from ..kernels.compiler import TargetUnavailable, strict
+from . import binary_cache
+from .cxx import ToolchainUnavailable
+
+logger = logging.getLogger("fastdynamo.backends.cpp")
+NO_TOOLCHAIN = "no C++ toolchain"
 
 HEADER = Path(__file__).parent / "include" / "fastdynamo_kernels.h"
 
@@ -42,8 +48,18 @@ class Library:
 
 
 def load(source: str) -> Library:
-    """The library of ``source`` (kernels only; the runtime header goes first)."""
-    return Library(_interim_build.load(header_source() + "\n" + source))
+    """The library of ``source`` (kernels only; the runtime header goes first). No
+    toolchain, or a compile error (a bug of the generator, raised in strict mode), is a
+    :class:`TargetUnavailable`: the graph runs as ATen ops with that reason."""
+    try:
+        return Library(binary_cache.load(header_source() + "\n" + source))
+    except ToolchainUnavailable as why:
+        raise TargetUnavailable(f"{NO_TOOLCHAIN}: {why}") from None
+    except binary_cache.CompileError as error:
+        if strict():
+            raise
+        logger.warning("generated C++ failed to compile, the graph runs as ATen ops: %s", error)
+        raise TargetUnavailable(f"generated C++ failed to compile ({error.source_path})") from None
 
 
 def _native_launcher() -> Any:

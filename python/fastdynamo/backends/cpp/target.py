@@ -15,6 +15,7 @@ import dataclasses
 import torch
 
 from .render import CppRenderer
+from .runtime import NO_TOOLCHAIN
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,7 +39,7 @@ class CppTarget:
         return None
 
     def process_wide(self, reason: str) -> bool:
-        return reason.startswith("no C++ compiler")
+        return reason.startswith(NO_TOOLCHAIN)
 
     def key_parts(self, device: torch.device) -> tuple:
         return (torch.__version__,)
