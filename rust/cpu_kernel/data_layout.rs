@@ -15,12 +15,11 @@ use crate::ffi::tensor::{
     object_word, ImplReader, ImplRef, StorageByte, StorageRef, StorageWord, WordOffset,
     IMPL_WINDOW, STORAGE_WINDOW,
 };
-use crate::guards::tensor_layout::{tensor_layout, TensorLayout};
+use crate::guards::tensor_layout::{run_probes, tensor_layout, TensorLayout};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyType};
 use std::collections::HashMap;
-use std::ffi::CString;
 
 /// The verified layout: the reader the launcher copies into each kernel, and the tensor
 /// types it reads (kept alive here: a reader identifies a type by its address).
@@ -92,11 +91,7 @@ fn calibrate(py: Python<'_>) -> PyResult<Option<DataLayout>> {
         return Ok(None);
     };
     let namespace = PyDict::new(py);
-    py.run(
-        &CString::new(PROBES).expect("no NUL"),
-        Some(&namespace),
-        None,
-    )?;
+    run_probes(py, PROBES, &namespace)?;
     let item = |name: &str| namespace.get_item(name)?.ok_or_else(|| missing(name));
     let mut plain = Vec::new();
     for probe in item("plain")?.try_iter()? {
@@ -138,6 +133,27 @@ fn calibrate(py: Python<'_>) -> PyResult<Option<DataLayout>> {
     let keysets: Vec<Bound<'_, PyAny>> = item("keysets")?.extract()?;
     let types: Vec<Bound<'_, PyType>> = item("types")?.extract()?;
     Ok(find_layout(tensor, &plain, &flagged, &keysets, &types))
+}
+
+/// An empty CPU tensor of `dtype`, made with torch in its default state (see
+/// `run_probes`): what a kernel compares its tensor arguments' dtype and device with.
+/// None for a dtype torch makes no such tensor of (quantized ones).
+pub fn cpu_example<'py>(dtype: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
+    const EXAMPLE: &str = "
+import torch
+try:
+    example = torch.empty(0, dtype=dtype, device='cpu')
+except RuntimeError:
+    example = None
+";
+    let py = dtype.py();
+    let namespace = PyDict::new(py);
+    namespace.set_item("dtype", dtype)?;
+    run_probes(py, EXAMPLE, &namespace)?;
+    let example = namespace
+        .get_item("example")?
+        .ok_or_else(|| missing("example"))?;
+    Ok((!example.is_none()).then_some(example))
 }
 
 #[cold]

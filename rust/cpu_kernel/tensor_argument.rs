@@ -5,11 +5,12 @@
 //! declared dtype on the CPU; anything else is asked of torch in Python, which is also
 //! where an argument that is not a CPU tensor of the declared dtype is described.
 
+use super::data_layout::cpu_example;
 use crate::errors::Error;
 use crate::ffi::tensor::{ImplReader, ImplRef, StorageByte, StorageWord, WordOffset};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyType};
+use pyo3::types::PyType;
 use pyo3::{intern, Borrowed};
 
 /// The bytes of the impl word at the dtype: 2 of dtype, 3 of device (little-endian).
@@ -107,12 +108,7 @@ impl TensorSlot {
         }
         let itemsize: usize = dtype.getattr(intern!(py, "itemsize"))?.extract()?;
         let meta = match reader {
-            Some(reader) => {
-                let options = PyDict::new(py);
-                options.set_item(intern!(py, "dtype"), dtype)?;
-                let example = torch.empty.bind(py).call((0,), Some(&options))?;
-                reader.meta_of(&example)
-            }
+            Some(reader) => cpu_example(dtype)?.and_then(|example| reader.meta_of(&example)),
             None => None,
         };
         Ok(TensorSlot {
@@ -128,7 +124,6 @@ struct Torch {
     tensor: Py<PyType>,
     dtype: Py<PyType>,
     strided: Py<PyAny>,
-    empty: Py<PyAny>,
 }
 
 static TORCH: PyOnceLock<Torch> = PyOnceLock::new();
@@ -146,7 +141,6 @@ fn torch(py: Python<'_>) -> PyResult<&'static Torch> {
                 .cast_into::<PyType>()?
                 .unbind(),
             strided: torch.getattr(intern!(py, "strided"))?.unbind(),
-            empty: torch.getattr(intern!(py, "empty"))?.unbind(),
         })
     })
 }

@@ -156,6 +156,33 @@ def test_the_data_layout_is_verified_on_this_torch():
                            "storage_data_offset", "storage_check_offset"}
 
 
+CALIBRATED_INSIDE_MODES = """
+import ctypes, sys, torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+from fastdynamo import _native
+lib = ctypes.CDLL(sys.argv[1])
+address = ctypes.cast(lib.write_size, ctypes.c_void_p).value
+torch.set_default_device("meta")
+with torch.inference_mode(), FakeTensorMode():
+    write = _native.CpuKernel(address, "write_size", [torch.int64], 1, lib)
+    calibrated = _native._cpu_kernel_data_layout() is not None, _native.tensor_layout() is not None
+torch.set_default_device("cpu")
+buffer = torch.zeros(3, dtype=torch.int64)
+write(buffer[1:], 7)
+print(calibrated, buffer.tolist(), write.python_reads)
+"""
+
+
+def test_calibration_and_kernels_made_inside_torch_modes_read_in_place(library_path, subprocess_env):
+    # Both calibrations run once, at first use, which may come inside a fake mode,
+    # inference mode or another default device: their probes are made outside them.
+    result = subprocess.run([sys.executable, "-c", CALIBRATED_INSIDE_MODES, library_path],
+                            env=subprocess_env(interpreter=False), capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split("\n")[0] == "(True, True) [0, 7, 0] 0"
+
+
 def test_add_computes_and_reads_in_place(lib):
     add = kernel(lib, "add_f32", [torch.float32] * 3, 1)
     x, y, out = torch.arange(10.0), torch.full((10,), 0.5), torch.zeros(10)
