@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 import torch.fx
+from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.proxy_tensor import make_fx
 from torch.utils import _pytree as pytree
 
@@ -76,7 +77,9 @@ def trace_aten(gm: torch.fx.GraphModule, example_inputs: list) -> TracedGraph:
     fake_mode = next((t.fake_mode for t in example_inputs if hasattr(t, "fake_mode")), None)
     if fake_mode is not None:
         attributes = [fake_mode.from_tensor(t, static_shapes=True) for t in attributes]
-    inputs = list(example_inputs) + attributes
+        inputs = list(example_inputs) + attributes
+    else:
+        inputs = _independent_fakes(list(example_inputs) + attributes)
     user_count = len(example_inputs)
 
     def flat_forward(*args):
@@ -88,6 +91,24 @@ def trace_aten(gm: torch.fx.GraphModule, example_inputs: list) -> TracedGraph:
         aten_gm = make_fx(flat_forward, decomposition_table=decomposition_table(), tracing_mode="fake")(*inputs)
     placeholders = [node.name for node in gm.graph.nodes if node.op == "placeholder"]
     return TracedGraph(aten_gm, names, placeholders + names)
+
+
+def _independent_fakes(values: list) -> list:
+    """FakeTensors with the metadata of ``values``, each with a storage of its own: the
+    code traced from them never depends on which real inputs share memory (a graph that
+    writes to an input, where that would matter, is refused by lowering whatever the
+    inputs), so one module serves every aliasing of its inputs. (Real inputs that share
+    storage would trace as one value: ``f(x, x)``'s ``x + y`` became ``y + y``.)"""
+    fake_mode = FakeTensorMode()
+    with fake_mode:
+        return [_fresh_like(v) if isinstance(v, torch.Tensor) and v.layout == torch.strided else v for v in values]
+
+
+def _fresh_like(tensor: torch.Tensor) -> torch.Tensor:
+    extent = tensor.storage_offset() + sum((s - 1) * st for s, st in zip(tensor.shape, tensor.stride(), strict=True)) + 1
+    base = torch.empty((max(extent, 0) if tensor.numel() else tensor.storage_offset(),), dtype=tensor.dtype,
+                       device=tensor.device)
+    return base.as_strided(tuple(tensor.shape), tuple(tensor.stride()), tensor.storage_offset())
 
 
 def lower(aten_gm: torch.fx.GraphModule, input_names: list | None = None, signature=None) -> KernelGraph:
