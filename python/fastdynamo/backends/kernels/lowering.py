@@ -128,6 +128,7 @@ class _Lowering:
         names = input_names or [node.name for node in placeholders]
         self.input_names = dict(zip(placeholders, names, strict=True))
         self.graph = KernelGraph()
+        self.device: torch.device | None = None
         self.env: dict[torch.fx.Node, Any] = {}  # TensorValue, tuple of them, or a constant
         self.counter = 0
         self.order = {node: i for i, node in enumerate(aten_gm.graph.nodes)}
@@ -137,6 +138,14 @@ class _Lowering:
         # buffer -> the storage offset its FakeTensor has (computed buffers: 0, set by
         # name below), for views made from it by layout (None: symbolic)
         self.base_offsets: dict = _ComputedOffsets()
+
+    def check_device(self, meta: torch.Tensor) -> None:
+        """Kernels write buffers on the graph's one device (the first tensor's): a value
+        made on another one (``torch.arange(n, device="cuda")`` in a CPU graph) is an extern."""
+        if self.device is None:
+            self.device = meta.device
+        elif meta.device != self.device:
+            raise aten_rules.NoLowering(f"a value on {meta.device} in a graph on {self.device}")
 
     def fresh_name(self) -> str:
         name = f"buf{self.counter}"
@@ -195,6 +204,7 @@ class _Lowering:
             raise UnsupportedGraph(f"input {node.name} is not a tensor")
         shape = self.shape_of(meta)
         _check_tensor(meta, node, shape)
+        self.device = self.device or meta.device
         self.graph.add(InputNode(name, shape, self.stride_of(meta), meta.dtype))
         self.base_offsets[name] = meta.storage_offset() if _is_static(meta) else None
         return TensorValue.of_buffer(name, shape, meta.dtype)
@@ -253,6 +263,15 @@ class _Lowering:
         return result
 
     def lower_target(self, node: torch.fx.Node, target, meta, args, kwargs):
+        if isinstance(meta, torch.Tensor) and meta.numel() == 0 and _fresh_result(target):
+            # nothing to compute: the result is its shape, strides and dtype
+            return aten_rules.empty_result(self, meta)
+        multi = aten_rules.MULTI_VIEWS.get(target) or aten_rules.MULTI_VIEWS.get(getattr(target, "overloadpacket", None))
+        if multi is not None and isinstance(meta, (list, tuple)):
+            try:
+                return multi(self, node, meta, *args, **kwargs)
+            except (aten_rules.NoLowering, TypeError):
+                pass
         rule = aten_rules.LOWERINGS.get(target) or aten_rules.LOWERINGS.get(getattr(target, "overloadpacket", None))
         if rule is not None and isinstance(meta, torch.Tensor):
             try:
@@ -361,6 +380,17 @@ class _ComputedOffsets(dict):
 
     def get(self, key, default=None):
         return super().get(key, 0 if str(key).startswith("buf") else default)
+
+
+def _fresh_result(target) -> bool:
+    """An ATen function whose result is a new tensor (no view, no written argument, no
+    random numbers drawn)."""
+    schema = getattr(target, "_schema", None)
+    if schema is None or schema.is_mutable or not isinstance(target, torch._ops.OpOverload):
+        return False
+    if torch.Tag.nondeterministic_seeded in target.tags:
+        return False
+    return all(ret.alias_info is None for ret in schema.returns)
 
 
 def _map_pairs(fn, value, fake):
