@@ -29,6 +29,7 @@ class CppTarget:
 
     options: CppOptions = dataclasses.field(default_factory=CppOptions)
     name: str = "cpp"
+    choose: bool = False  # the default backend: kernels only where they pay
 
     def renderer(self) -> CppRenderer:
         return CppRenderer()
@@ -40,6 +41,9 @@ class CppTarget:
 
     def process_wide(self, reason: str) -> bool:
         return reason.startswith(NO_TOOLCHAIN)
+
+    def chooses(self, device: torch.device) -> bool:
+        return self.choose
 
     def key_parts(self, device: torch.device) -> tuple:
         return (torch.__version__,)

@@ -210,6 +210,27 @@ def lower_clone(lowering, node, meta, value, memory_format=None) -> TensorValue:
     return lower_cast(lowering, node, meta, value)
 
 
+def lower_copy(lowering, node, meta, destination, source, non_blocking=False) -> TensorValue:
+    """``copy(destination, source)``: ``source`` broadcast to the destination's shape and
+    converted to its dtype (what ``copy_`` leaves in it); the destination's values unread."""
+    if not isinstance(source, TensorValue):
+        raise NoLowering("copy from a non-tensor")
+
+    def build(operand, _vars):
+        value = operand(source)
+        if source.dtype == meta.dtype:
+            return Op(PointwiseOp.IDENTITY, (value,), meta.dtype, meta.dtype)
+        return Op(PointwiseOp.CAST, (value,), meta.dtype, None, (meta.dtype,))
+
+    return pointwise_node(lowering, meta, build)
+
+
+def lower_empty(lowering, node, meta, *args, **kwargs) -> TensorValue:
+    """``empty``: its values are unspecified, so zeros are as good as any (and a dead
+    ``empty``, as decompositions leave them, costs nothing)."""
+    return pointwise_node(lowering, meta, lambda operand, _vars: Constant(0, meta.dtype))
+
+
 def lower_fill(lowering, node, meta, *args, **kwargs) -> TensorValue:
     """full / full_like / fill / scalar_tensor: a constant of the result's shape."""
     value = args[0] if node.target is aten.scalar_tensor.default else args[1]
@@ -416,6 +437,9 @@ LOWERINGS.update({
     prims.convert_element_type: lower_cast,
     aten.clone: lower_clone,
     aten.full: lower_fill,
+    aten.copy.default: lower_copy,
+    aten.empty.memory_format: lower_empty,
+    aten.empty_strided.default: lower_empty,
     aten.full_like: lower_fill,
     aten.scalar_tensor: lower_fill,
     aten.fill.Scalar: lower_fill,

@@ -35,6 +35,10 @@ _TORCH_DECOMPOSED = [
     aten.addcmul,
     aten.addcdiv,
     aten.lerp,
+    # inference batch norm: pointwise over the running statistics (training mode writes
+    # them, and such a graph runs as ATen ops)
+    aten.native_batch_norm,
+    aten._native_batch_norm_legit_no_training,
 ]
 
 

@@ -96,3 +96,8 @@ class KernelTarget(Protocol):
     def key_parts(self, device: torch.device) -> tuple:
         """What generated code depends on besides the graph: versions, the device."""
         ...
+
+    def chooses(self, device: torch.device) -> bool:
+        """Whether a graph on ``device`` runs its kernels only where they pay
+        (:mod:`choice`); False: always the kernels (an explicitly chosen code generator)."""
+        ...
