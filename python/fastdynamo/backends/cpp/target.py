@@ -29,6 +29,7 @@ class CppTarget:
 
     options: CppOptions = dataclasses.field(default_factory=CppOptions)
     name: str = "cpp"
+    channels_last: bool = True  # 2-d convolutions read channels-last inputs
     choose: bool = False  # the default backend: kernels only where they pay
 
     def renderer(self) -> CppRenderer:

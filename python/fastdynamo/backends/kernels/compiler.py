@@ -320,7 +320,7 @@ class CompiledGraph:
 
     def _generate(self, example_inputs: list) -> str:
         try:
-            traced = trace_aten(self.gm, example_inputs)
+            traced = trace_aten(self.gm, example_inputs, self.target.channels_last)
             graph = lower(traced.graph_module, traced.input_names)
             source = self._passes(graph, traced.attribute_names)
             refusal = _eager_refusal(self.gm, example_inputs)

@@ -66,18 +66,22 @@ def attribute_values(gm: torch.nn.Module, names: list[str]) -> list:
     return [values[name] for name in names]
 
 
-def trace_aten(gm: torch.fx.GraphModule, example_inputs: list) -> TracedGraph:
+def trace_aten(gm: torch.fx.GraphModule, example_inputs: list, channels_last: bool = False) -> TracedGraph:
     """The graph as ATen ops on FakeTensors, outputs flattened to a list.
 
     ``example_inputs`` are real tensors, or a symbolic graph's placeholder values
     (FakeTensors with symbolic sizes, SymInts): the trace then runs in their fake mode,
-    so sizes stay symbolic (``sym_size`` nodes, SymInt shapes in ``meta["val"]``)."""
+    so sizes stay symbolic (``sym_size`` nodes, SymInt shapes in ``meta["val"]``).
+    ``channels_last`` (static graphs with two or more 2-d convolutions): traced again with
+    convolutions reading channels-last inputs, each output copied back to the layout of
+    the first trace (eager's) where it differs."""
     names = attribute_names(gm)
     attributes = attribute_values(gm, names)
     fake_mode = next((t.fake_mode for t in example_inputs if hasattr(t, "fake_mode")), None)
     if fake_mode is not None:
         attributes = [fake_mode.from_tensor(t, static_shapes=True) for t in attributes]
         inputs = list(example_inputs) + attributes
+        channels_last = False
     else:
         inputs = _independent_fakes(list(example_inputs) + attributes)
     user_count = len(example_inputs)
@@ -89,8 +93,36 @@ def trace_aten(gm: torch.fx.GraphModule, example_inputs: list) -> TracedGraph:
 
     with torch.no_grad():
         aten_gm = make_fx(flat_forward, decomposition_table=decomposition_table(), tracing_mode="fake")(*inputs)
+    if channels_last and _convolutions_2d(aten_gm) >= 2:
+        layouts = _output_layouts(aten_gm)
+
+        def restored_forward(*args):
+            return [_in_layout(value, layout) for value, layout in zip(flat_forward(*args), layouts, strict=True)]
+
+        with torch.no_grad():
+            aten_gm = make_fx(restored_forward, decomposition_table=decomposition_table(channels_last=True),
+                              tracing_mode="fake")(*_independent_fakes(inputs))
     placeholders = [node.name for node in gm.graph.nodes if node.op == "placeholder"]
     return TracedGraph(aten_gm, names, placeholders + names)
+
+
+def _convolutions_2d(aten_gm: torch.fx.GraphModule) -> int:
+    return sum(1 for node in aten_gm.graph.nodes if node.target is torch.ops.aten.convolution.default
+               and isinstance(node.meta.get("val"), torch.Tensor) and node.meta["val"].dim() == 4)
+
+
+def _output_layouts(aten_gm: torch.fx.GraphModule) -> list:
+    output = next(node for node in aten_gm.graph.nodes if node.op == "output")
+    values = [a.meta.get("val") if isinstance(a, torch.fx.Node) else a for a in pytree.tree_leaves(output.args[0])]
+    return [tuple(v.stride()) if isinstance(v, torch.Tensor) else None for v in values]
+
+
+def _in_layout(value, stride):
+    if not isinstance(value, torch.Tensor) or stride is None or tuple(value.stride()) == stride:
+        return value
+    out = torch.empty_strided(value.shape, stride, dtype=value.dtype, device=value.device)
+    out.copy_(value)
+    return out
 
 
 def _independent_fakes(values: list) -> list:

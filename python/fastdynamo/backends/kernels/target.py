@@ -82,6 +82,11 @@ class KernelTarget(Protocol):
         """Knobs that change generated code; part of the cache key."""
         ...
 
+    @property
+    def channels_last(self) -> bool:
+        """Whether 2-d convolutions read channels-last inputs (:func:`lowering.trace_aten`)."""
+        ...
+
     def renderer(self) -> Renderer:
         ...
 

@@ -46,6 +46,7 @@ class TritonTarget:
 
     options: TritonOptions = dataclasses.field(default_factory=TritonOptions.from_env)
     name: str = "triton"
+    channels_last: bool = False  # 2-d convolutions read channels-last inputs
     choose: bool = False  # the default backend: kernels only where they pay (on a GPU)
 
     def renderer(self) -> TritonRenderer:
