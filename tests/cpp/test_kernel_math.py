@@ -80,10 +80,15 @@ def f32_inputs() -> dict[str, torch.Tensor]:
             for fn in TRANSCENDENTALS}
 
 
-# Max ulp distance to the correctly rounded value, and to eager's float32 result. Eager's
-# exp, log, log2, tanh, erf, sin and cos are MKL's (<= 1 ulp); its exp2 is Sleef's (<= 1 ulp);
-# its sigmoid is 1 / (1 + exp(-x)) in float, up to 2 ulp off the true value.
-MAX_ULP = {fn: (1, 2) for fn in TRANSCENDENTALS} | {"sigmoid": (1, 3)}
+# Max ulp distance to the correctly rounded value (with fma hardware, without), and to
+# eager's float32 result. Eager's exp, log, log2, tanh, erf, sin and cos are MKL's (<= 1 ulp),
+# its exp2 Sleef's (<= 1 ulp); its sigmoid, like ours, is 1 / (1 + exp(-x)) in float, <= 2 ulp
+# from the true value, and the rounding of 1 + exp(-x) turns a 1-ulp difference between two
+# exps into up to 4 ulp between the sigmoids (for 1 input in 10^5).
+MAX_ULP = {fn: {"host": 1, "baseline": 1, "eager": 2} for fn in TRANSCENDENTALS} | {
+    "sigmoid": {"host": 2, "baseline": 2, "eager": 4},
+    "erf": {"host": 1, "baseline": 2, "eager": 2},
+}
 
 
 @pytest.mark.parametrize("variant", ["host", "baseline"])
@@ -94,11 +99,10 @@ def test_float_accuracy(builds, f32_inputs, fn, variant):
     lib = builds.libraries[builds.host if variant == "host" else "baseline"]
     x = f32_inputs[fn]
     got = lib.call(f"f32_{fn}", x)
-    bound_exact, bound_torch = MAX_ULP[fn]
     reference = correctly_rounded_f32(fn, x)
-    assert int(ulp_distance(got, reference).max()) <= bound_exact, worst(x, got, reference)
+    assert int(ulp_distance(got, reference).max()) <= MAX_ULP[fn][variant], worst(x, got, reference)
     eager = torch_f32(fn, x)
-    assert int(ulp_distance(got, eager).max()) <= bound_torch, worst(x, got, eager)
+    assert int(ulp_distance(got, eager).max()) <= MAX_ULP[fn]["eager"], worst(x, got, eager)
 
 
 def test_sigmoid_zero_region_as_eager(lib):
