@@ -26,6 +26,8 @@ HEADER_DIR = Path(fastdynamo.__file__).parent / "backends" / "cpp" / "include"
 # The flags of a generated kernel; never -ffast-math. -ffp-contract=off: see the header.
 COMMON_FLAGS = ("-O3", "-std=c++17", "-fno-math-errno", "-fno-trapping-math", "-ffp-contract=off",
                 "-fopenmp")
+# The test library is compiled warning-free (generated kernels need not be).
+WARNING_FLAGS = ("-Wall", "-Wextra", "-Wconversion", "-Wshadow", "-Werror")
 ISA_FLAGS = {
     "avx512": ("-mavx512f", "-mavx512dq", "-mavx512vl", "-mavx512bw", "-mfma", "-mf16c"),
     "avx2": ("-mavx2", "-mfma", "-mf16c"),
@@ -90,6 +92,12 @@ KERNELS: list[Kernel] = [
     Kernel("bf16_to_f32", ("fd_bfloat16",), "float", "fd_to_float(a[i])"),
     Kernel("f32_to_bf16", ("float",), "fd_bfloat16", "fd_float_to_bfloat16(a[i])"),
     Kernel("f32_to_bool", ("float",), "uint8_t", "fd_bool_store(fd_to_bool(a[i]))"),
+    # int -> float is a plain cast (round to nearest even), as in ATen
+    Kernel("i32_to_f32", ("int32_t",), "float", "static_cast<float>(a[i])"),
+    Kernel("i64_to_f32", ("int64_t",), "float", "static_cast<float>(a[i])",
+           vectorized_on=frozenset({"avx512"})),
+    Kernel("i64_to_f64", ("int64_t",), "double", "static_cast<double>(a[i])",
+           vectorized_on=frozenset({"avx512"})),
     Kernel("bool_to_f32", ("uint8_t",), "float", "fd_bool_load(a[i]) ? 1.0f : 0.0f"),
     *[Kernel(f"{src}_to_{dst}", (ctype,), f"{dst}_t", f"fd_float_to_{dst}(a[i])",
              # AVX2 has no float -> int64 conversion (double -> uint8 goes through int64)
@@ -117,7 +125,7 @@ def source() -> tuple[str, dict[int, str]]:
 
 def compile_command(src: Path, out: Path, isa: str, shared: bool) -> list[str]:
     target = ["-shared", "-fPIC", "-o", str(out)] if shared else ["-S", "-o", str(out)]
-    return ["g++", *COMMON_FLAGS, *ISA_FLAGS[isa], "-I", str(HEADER_DIR),
+    return ["g++", *COMMON_FLAGS, *ISA_FLAGS[isa], *WARNING_FLAGS, "-I", str(HEADER_DIR),
             "-fopt-info-vec-optimized", str(src), *target]
 
 

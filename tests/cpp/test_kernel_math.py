@@ -9,15 +9,19 @@ kernel_math_build.py.
 from __future__ import annotations
 
 import math
+import re
+import subprocess
 
 import mpmath
 import pytest
 import torch
 from kernel_math_build import (
     DOUBLE_VECTORIZED,
+    HEADER_DIR,
     KERNELS,
     TRANSCENDENTALS,
     VECTOR_ISAS,
+    WARNING_FLAGS,
     source,
     vectorized_kernels,
 )
@@ -196,3 +200,15 @@ def test_loops_vectorize(builds, isa):
     assert vectorized == expected, (sorted(expected - vectorized), sorted(vectorized - expected))
     assert {f"f32_{fn}" for fn in TRANSCENDENTALS} <= vectorized
     assert {f"f64_{fn}" for fn in DOUBLE_VECTORIZED} <= vectorized
+
+
+def test_header_is_self_contained():
+    """Only these standard headers (ATen's would make every kernel compile 10x slower), and it
+    compiles alone, warning-free."""
+    text = (HEADER_DIR / "fastdynamo_kernels.h").read_text()
+    includes = set(re.findall(r"^#include <([a-z]+)>", text, flags=re.M))
+    assert includes <= {"cstdint", "cmath", "cstring", "limits", "algorithm"}
+    assert not re.findall(r'^#include "', text, flags=re.M)
+    subprocess.run(["g++", "-std=c++17", *WARNING_FLAGS, "-Wpedantic", "-fsyntax-only", "-x", "c++",
+                    "-I", str(HEADER_DIR), "-"], input='#include "fastdynamo_kernels.h"\n', text=True,
+                   check=True)

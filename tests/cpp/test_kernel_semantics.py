@@ -262,3 +262,16 @@ def test_float_to_int_as_eager(lib, dtype, prefix, target):
                           uniform(1 << 14, -1e10, 1e10, seed=24, dtype=dtype)]))
     want = x.to(getattr(torch, target))
     assert torch.equal(lib.call(f"{prefix}_to_{target}", x), want)
+
+
+@pytest.mark.parametrize("name,source,target", [("i32_to_f32", torch.int32, torch.float32),
+                                                ("i64_to_f32", torch.int64, torch.float32),
+                                                ("i64_to_f64", torch.int64, torch.float64)])
+def test_int_to_float_as_eager(lib, name, source, target):
+    """A static_cast rounds to nearest even, as tensor.to(float) does."""
+    info = torch.iinfo(source)
+    x = torch.cat([torch.tensor([info.min, info.max, 0, -1, 2 ** 24 + 1, 2 ** 53 + 1 if source == torch.int64 else 3],
+                                dtype=source),
+                   torch.randint(info.min, info.max, (1 << 14,), generator=torch.Generator().manual_seed(25),
+                                 dtype=source)])
+    assert torch.equal(lib.call(name, x), x.to(target))

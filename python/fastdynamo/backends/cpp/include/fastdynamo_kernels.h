@@ -522,13 +522,15 @@ FD_INLINE T remainder_from_fmod(T mod, T b) {
   return ((mod != T(0)) & ((b < T(0)) != (mod < T(0)))) ? mod + b : mod;
 }
 
-// div_floor_floating_vec of BinaryOpsKernel.cpp (the scalar c10::div_floor_floating agrees
-// with it where fmod is exact, which both of ours are).
+// div_floor_floating_vec of BinaryOpsKernel.cpp. (The scalar c10::div_floor_floating lacks its
+// first fix-up, for a / b overflowing, where (a - mod) / b overflows as well.)
 template <typename T>
 FD_INLINE T div_floor_from_fmod(T a, T b, T mod) {
   T basic = a / b;
   T inf = std::numeric_limits<T>::infinity();
-  T num = ((std::fabs(basic) == inf) & (std::fabs(a) != inf)) ? a : a - mod;
+  bool quotient_overflows = std::fabs(basic) == inf;
+  bool a_finite = std::fabs(a) != inf;
+  T num = (quotient_overflows & a_finite) ? a : a - mod;
   T div = num / b;
   div = ((mod != T(0)) & ((b < T(0)) != (mod < T(0)))) ? div - T(1) : div;
   T floordiv = std::floor(div);
