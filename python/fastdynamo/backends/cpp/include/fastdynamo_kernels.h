@@ -7,16 +7,23 @@
 //     for (int64_t i = 0; i < n; ++i) out[i] = fd_exp(in0[i] * 1.5f);
 //
 // Every function is branch-free (selects, bit casts through memcpy, integer arithmetic on the
-// bits), calls nothing in libm and reads no table, so inside such a loop it becomes vector code
-// (checked per function, for AVX2 and AVX-512, by tests/cpp/test_kernel_math.py). The few that
-// do call libm say so below ("scalar"): a loop calling them stays a scalar loop.
+// bits), reads no table and calls nothing in libm but fabs/floor/trunc (single instructions
+// from SSE4.1 on), so inside such a loop it becomes vector code: checked per function, for
+// AVX2 and AVX-512, by tests/cpp/test_kernel_math.py. The few that call libm say "scalar"
+// below; a loop calling one stays a scalar loop.
 //
-// Build flags. -O3 -std=c++17 -fno-math-errno -ffp-contract=off, never -ffast-math (it breaks
-// the rounding tricks and NaN handling here). -ffp-contract=off is what makes a generated
-// `a * b + c` round twice, as eager's two kernels do; g++ contracts it into an fma by default
-// in C++ even with -std=c++17. This header gets its fmas from fd_detail::fmadd, which is a real
-// fma where the target has one (FMA or AVX-512F) and a multiply-add otherwise; both variants are
-// within the accuracy below (tests compile both).
+// Build flags: -O3 -std=c++17 -fno-math-errno -fno-trapping-math -ffp-contract=off, never
+// -ffast-math (it breaks the rounding tricks and NaN handling here).
+//   -fno-trapping-math: without it gcc 12 leaves 15 of the test's 56 loops scalar on AVX-512
+//     and 31 on AVX2 (log, tanh, sin, division, half loads...): it will not evaluate both arms
+//     of a `?:` whose arithmetic might raise an FP exception, nor inline floor/trunc. ATen is
+//     compiled with it too; it changes no result.
+//   -ffp-contract=off: makes a generated `a * b + c` round twice, as eager's two kernels do;
+//     g++ contracts it into an fma by default in C++, -std=c++17 or not. The fmas here come
+//     from fd_detail::fmadd: a real fma where the target has one (FMA or AVX-512F), a
+//     multiply-add otherwise; both are within the accuracy below (tests compile both).
+// gcc 12 also fails to vectorize a few spellings; where the code below looks roundabout (masks
+// instead of selects, `&` instead of `&&`, NaN or-ed in), a comment says which.
 //
 // Only <cstdint> <cmath> <cstring> <limits> <algorithm>: ATen headers make a compile 10x slower.
 //
@@ -136,8 +143,8 @@ FD_INLINE double exp_poly(double r) {
   p = fmadd(p, r, 0x1.000000000000ap-1);
   return p;
 }
-// exp in double to 2^-34 relative, for |a| < 700 and no special values: the inner exp of the
-// float functions computed in double (tanh, erf), whose results are rounded to float.
+// exp in double to 2^-34 relative, for |a| < 700 and no special values: the inner exp of
+// fd_tanh(float), computed in double and rounded to float.
 FD_INLINE double exp_for_float(double a) {
   double z = fmadd(a, kLog2eD, kRoundD);
   double n = z - kRoundD;
@@ -212,7 +219,7 @@ FD_INLINE T log_special(T x, T finite_result) {
 // ---- sin/cos of float arguments. |x| < pi/4: r = x. Otherwise a Payne-Hanek reduction in
 // integers, valid for every finite float: x = M 2^E (M the 24-bit significand), and
 // R = x (2/pi) 2^62 mod 2^64 is M times a 96-bit window of the bits of 2/pi that starts where
-// E says; the window is cut out of kTwoOverPi (bits 1..256 of 2/pi) with selects and shifts,
+// E says; the window is cut out of kTwoOverPi (bits 1..256 of 2/pi) with masks and shifts,
 // so there is no table to gather from. The top two bits of R (rounded) are the quadrant, the
 // rest the fraction; r = fraction * pi/2 in double, error below 2^-60 absolute.
 constexpr uint64_t kTwoOverPi[4] = {0xfe5163abdebbc561ull, 0xdb6295993c439041ull,
@@ -242,7 +249,7 @@ FD_INLINE Reduced reduce_pio2(float x) {
   // the undefined shift by 64
   uint64_t low = (w0 >> offset) | ((w1 << 1) << (63u - offset));
   uint64_t high = (w1 >> offset) | ((w2 << 1) << (63u - offset));
-  // 32 x 32 -> 64-bit products (vpmuludq; spelled so that gcc sees both halves are 32-bit)
+  // 32 x 32 -> 64-bit products (gcc 12 still makes vpmullq of them, not vpmuludq)
   uint64_t mm = m;
   uint64_t top = static_cast<uint32_t>(m * static_cast<uint32_t>(high));
   uint64_t mid = mm * static_cast<uint32_t>(low >> 32);
