@@ -36,6 +36,11 @@ ROWS = {
     "cos": ("fd_cos(a[i])", "std::cos(a[i])", torch.cos, (-100.0, 100.0), "float"),
     "exp f64": ("fd_exp(a[i])", "std::exp(a[i])", torch.exp, (-10.0, 10.0), "double"),
     "log f64": ("fd_log(a[i])", "std::log(a[i])", torch.log, (1e-3, 100.0), "double"),
+    "sigmoid f64": ("fd_sigmoid(a[i])", "1.0 / (1.0 + std::exp(-a[i]))", torch.sigmoid, (-10.0, 10.0),
+                    "double"),
+    # fd_tanh(double) and fd_erf(double) are std:: (scalar)
+    "tanh f64": ("fd_tanh(a[i])", "std::tanh(a[i])", torch.tanh, (-10.0, 10.0), "double"),
+    "erf f64": ("fd_erf(a[i])", "std::erf(a[i])", torch.erf, (-5.0, 5.0), "double"),
 }
 BINARY_ROWS = {
     "fmod": ("fd_fmod(a[i], b[i])", "std::fmod(a[i], b[i])", torch.fmod),

@@ -548,7 +548,10 @@ FD_INLINE T div_floor_from_fmod(T a, T b, T mod) {
 
 }  // namespace fd_detail
 
-// fmod: exact, the sign of a (C's fmod, Sleef_fmodf in ATen's vector path).
+// fmod: exact, with the sign of a: C's fmod, which eager's scalar path (std::fmod) computes.
+// Eager's vector path (Sleef_fmodf16) agrees except where a / b overflows (|a| >= 2^128 |b|,
+// one random pair of floats in ten): there it returns NaN, and so does its remainder. We
+// return the exact result there; so does eager on the scalar tail of the same tensor.
 FD_INLINE float fd_fmod(float a, float b) {
   using namespace fd_detail;
   float r = copysign_bits(fmod_magnitude(a, b), a);
