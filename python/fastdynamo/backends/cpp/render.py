@@ -143,6 +143,9 @@ class _KernelWriter:
             return value
         if target == torch.bool:
             text = f"({value.text} != 0)"
+        elif value.dtype.is_floating_point and target in op_rules.FLOAT_TO_INTEGER:
+            # as tensor.to(int) does it: in range truncated, else what ATen's x86 code gives
+            text = op_rules.FLOAT_TO_INTEGER[target].format(value.text)
         else:
             text = f"static_cast<{compute_type(target)}>({value.text})"
         if value.literal:
