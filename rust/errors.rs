@@ -1,6 +1,6 @@
 //! The crate's one error type, turned into Python exceptions only at the boundary.
 
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::{PyOverflowError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use std::fmt;
 
@@ -12,13 +12,20 @@ pub enum Error {
     NotCallable(String),
     /// An argument outside its allowed range.
     BadValue(String),
+    /// An argument of the wrong type (or a tensor of the wrong kind: dtype, device...).
+    WrongType(String),
+    /// An int that does not fit the C type it is passed as.
+    Overflow(String),
 }
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::BadGuardSpec(why) => write!(f, "bad guard spec: {why}"),
-            Error::NotCallable(why) | Error::BadValue(why) => f.write_str(why),
+            Error::NotCallable(why)
+            | Error::BadValue(why)
+            | Error::WrongType(why)
+            | Error::Overflow(why) => f.write_str(why),
         }
     }
 }
@@ -27,7 +34,8 @@ impl From<Error> for PyErr {
     #[cold]
     fn from(err: Error) -> PyErr {
         match err {
-            Error::NotCallable(_) => PyTypeError::new_err(err.to_string()),
+            Error::NotCallable(_) | Error::WrongType(_) => PyTypeError::new_err(err.to_string()),
+            Error::Overflow(_) => PyOverflowError::new_err(err.to_string()),
             Error::BadGuardSpec(_) | Error::BadValue(_) => PyValueError::new_err(err.to_string()),
         }
     }

@@ -6,6 +6,7 @@
 
 mod cache;
 mod callback;
+mod cpu_kernel;
 mod dispatch;
 mod errors;
 mod eval_frame;

@@ -114,6 +114,7 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<Frame>()?;
     crate::guards::register(module)?;
     crate::dispatch::register(module)?;
+    crate::cpu_kernel::register(module)?;
     module.add("RecompileLimitWarning", py.get_type::<crate::RecompileLimitWarning>())?;
     module.add("DEFAULT", Action::Default as i64)?;
     module.add("SKIP", Action::Skip as i64)?;

@@ -1,7 +1,7 @@
 """Type stubs for ``fastdynamo._native``, the Rust extension (see ``rust/``).
 
 Hand-written from ``rust/module_api.rs``, ``rust/callback.rs``, ``rust/cache.rs``,
-``rust/frame_info.rs``, ``rust/guards/`` and ``rust/lib.rs``; kept exact by
+``rust/frame_info.rs``, ``rust/guards/``, ``rust/cpu_kernel/`` and ``rust/lib.rs``; kept exact by
 ``tests/native/test_stubs.py`` (``mypy.stubtest``). See ``docs/architecture.md``.
 """
 from collections.abc import Callable, Iterable
@@ -25,7 +25,10 @@ __all__ = [
     "_set_passthrough_evaluator",
     "_passthrough_frames",
     "_code_extra_read_in_place",
+    "_cpu_kernel_force_python",
+    "_cpu_kernel_data_layout",
     "CacheEntry",
+    "CpuKernel",
     "DirectCall",
     "Dispatcher",
     "Frame",
@@ -232,6 +235,54 @@ class Frame:
     def f_locals(self) -> dict[str, Any]:
         """Argument name -> value."""
 
+@final
+class CpuKernel:
+    """A generated CPU kernel, ``extern "C" void k(void* const* buffers, const int64_t* sizes)``,
+    called as ``kernel(t0, ..., tN-1, i0, ..., iM-1)`` (positional only; returns None).
+
+    ``address`` is the C function's (``ctypes.cast(lib.k, ctypes.c_void_p).value``),
+    ``dtypes`` the declared dtype of each tensor argument, ``int_count`` the number of int
+    arguments after them; ``owner`` (the ``ctypes.CDLL``) is kept alive so the library
+    stays mapped; with ``release_gil`` the GIL is released while the kernel runs.
+    ``buffers[i]`` is ``ti.data_ptr()`` (read in place for ``torch.Tensor`` and
+    ``nn.Parameter`` when this torch's layout was verified, else asked of torch);
+    ``sizes[j]`` is ``ij`` as an int64. A tensor that is not a strided CPU tensor of its
+    declared dtype, or an int argument that is not an int, raises TypeError naming the
+    kernel and the position, and the kernel is not called. Sizes and strides are not
+    checked: the caller guarantees them. As with ctypes, the address must be a function
+    of this ABI that reads no more than it is given::
+
+        add = CpuKernel(ctypes.cast(lib.add, ctypes.c_void_p).value, "add",
+                        [torch.float32] * 3, 1, lib)
+        add(x, y, out, x.numel())
+    """
+
+    def __new__(
+        cls,
+        address: int,
+        name: str,
+        dtypes: Iterable[torch.dtype],
+        int_count: int,
+        owner: object,
+        release_gil: bool = False,
+    ) -> CpuKernel: ...
+    def __call__(self, *args: torch.Tensor | int, **kwargs: Any) -> None: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def address(self) -> int:
+        """The C function's address."""
+
+    @property
+    def dtypes(self) -> tuple[torch.dtype, ...]: ...
+    @property
+    def int_count(self) -> int: ...
+    @property
+    def release_gil(self) -> bool: ...
+    @property
+    def python_reads(self) -> int:
+        """Tensor arguments whose address was asked of torch in Python (not read in place)."""
+
 class RecompileLimitWarning(UserWarning):
     """A code object reached the recompile limit and now runs eagerly on cache misses."""
 
@@ -290,6 +341,22 @@ def tensor_layout() -> dict[
     ``out_of_line`` is 1 when tensors with more than 5 dims were verified), or None when
     the layout of this torch could not be verified and tensor guards use the slow path.
     Calibrates on first call."""
+
+def _cpu_kernel_data_layout() -> dict[
+    Literal[
+        "storage_pointer_offset", "storage_offset_offset", "numel_offset", "storage_data_offset",
+        "storage_check_offset",
+    ],
+    int,
+] | None:
+    """Where ``CpuKernel`` reads tensors' data addresses in place (byte offsets into the
+    TensorImpl, and into the StorageImpl for ``storage_data_offset`` and the
+    ``storage_check_offset`` flag byte), or None when that layout could not be verified
+    on this torch and every address is asked of torch. Calibrates on first call."""
+
+def _cpu_kernel_force_python(enabled: bool) -> bool:
+    """Tests: ask torch for every ``CpuKernel`` tensor argument's address (True) or read
+    them in place where the layout allows (False); returns the previous setting."""
 
 def _set_passthrough_evaluator(enabled: bool) -> None:
     """Benches and tests: install (True) or remove (False) a pass-through evaluator."""

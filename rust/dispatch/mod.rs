@@ -191,7 +191,11 @@ impl Dispatcher {
                 frame_calls: AtomicU64::new(0),
             },
         )?;
-        vectorcall::enable(dispatcher.as_any(), &dispatcher.get().vectorcall)?;
+        vectorcall::enable(
+            dispatcher.as_any(),
+            &dispatcher.get().vectorcall,
+            vectorcall::Binding::LikeFunction,
+        )?;
         Ok(dispatcher)
     }
 

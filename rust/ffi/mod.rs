@@ -2,9 +2,10 @@
 //!
 //! Everything CPython-version-specific on the Rust side lives here: the layout of
 //! `_PyInterpreterFrame` and `PyCodeObject` (reported by the C shim), the evaluator hook,
-//! code extras, raw calls, and the tensor layout reads of the guard fast path. The rest of
-//! the crate sees small safe types: [`frame::FrameRef`], [`GilCell`], and functions that
-//! take a `Python<'py>` token as proof that the GIL is held.
+//! code extras, raw calls, the tensor layout reads of the guard fast path and of the CPU
+//! kernel launcher, and the call of a generated kernel. The rest of the crate sees small
+//! safe types: [`frame::FrameRef`], [`GilCell`], and functions that take a `Python<'py>`
+//! token as proof that the GIL is held.
 
 pub mod c_recursion;
 pub mod code_extra;
@@ -12,6 +13,7 @@ pub mod dict;
 pub mod frame;
 pub mod function;
 pub mod hook;
+pub mod kernel;
 pub mod layout;
 pub mod list;
 pub mod object;

@@ -5,7 +5,9 @@
 //! offsets are not hard-coded: `guards::tensor_layout` finds them at first use by probing
 //! tensors of known metadata, and verifies them; if anything does not match, the fast
 //! path is off and guards use torch's Python attributes. Reads here are bounded: within
-//! the Python object's `tp_basicsize`, and within [`IMPL_WINDOW`] bytes of the impl.
+//! the Python object's `tp_basicsize`, within [`IMPL_WINDOW`] bytes of the impl, and
+//! within [`STORAGE_WINDOW`] bytes of its `StorageImpl` (the CPU kernel launcher's data
+//! pointers, calibrated by `cpu_kernel::data_layout`).
 
 use pyo3::prelude::*;
 use pyo3::types::PyType;
@@ -80,9 +82,26 @@ impl WordOffset {
     pub fn new(offset: usize) -> Option<WordOffset> {
         (offset % 8 == 0 && offset + 8 <= IMPL_WINDOW).then_some(WordOffset(offset))
     }
+
+    pub fn offset(self) -> usize {
+        self.0
+    }
 }
 
 impl<'a> ImplRef<'a> {
+    /// The impl's `StorageImpl`: the pointer word at `at` (None when NULL: no storage).
+    /// Calibration verified `at` is the impl's `storage_` field, which every `TensorImpl`,
+    /// subclasses included, has at the same place (it belongs to the base class).
+    #[inline]
+    pub fn storage(self, at: WordOffset) -> Option<StorageRef<'a>> {
+        let address = usize::try_from(self.word(at)).ok()?;
+        let storage = StorageRef {
+            base: address as *const u8,
+            _tensor: std::marker::PhantomData,
+        };
+        (address != 0 && address % 8 == 0).then_some(storage)
+    }
+
     /// The 8-byte word at `offset`.
     #[inline]
     #[allow(clippy::cast_ptr_alignment)] // the impl and `WordOffset` are 8-aligned
@@ -143,5 +162,67 @@ impl<'a> ImplRef<'a> {
         // this word points at a heap array of 2 * ndim int64 (sizes then strides) owned by
         // the live impl; `index` is inside it.
         Some(unsafe { (pointer as *const i64).add(index).read() })
+    }
+}
+
+/// Bytes of `StorageImpl` we may read: its data pointer and its flag bytes (torch 2.x:
+/// data at 16, flags at 56..63; the struct is over 100 bytes: the `DataPtr`, the byte
+/// size, the flags, the materializer, the allocator, the Python object slot and the
+/// extra metadata). Never read beyond.
+pub const STORAGE_WINDOW: usize = 64;
+
+/// A tensor's `StorageImpl`, valid while the tensor is alive (its impl holds a strong
+/// reference to it).
+#[derive(Clone, Copy)]
+pub struct StorageRef<'a> {
+    base: *const u8,
+    _tensor: std::marker::PhantomData<&'a ()>,
+}
+
+/// A byte offset of an aligned 8-byte word inside [`STORAGE_WINDOW`], checked when made.
+#[derive(Clone, Copy, Debug)]
+pub struct StorageWord(usize);
+
+impl StorageWord {
+    pub fn new(offset: usize) -> Option<StorageWord> {
+        (offset % 8 == 0 && offset + 8 <= STORAGE_WINDOW).then_some(StorageWord(offset))
+    }
+}
+
+/// A byte offset inside [`STORAGE_WINDOW`], checked when made.
+#[derive(Clone, Copy, Debug)]
+pub struct StorageByte(usize);
+
+impl StorageByte {
+    pub fn new(offset: usize) -> Option<StorageByte> {
+        (offset < STORAGE_WINDOW).then_some(StorageByte(offset))
+    }
+}
+
+impl<'a> StorageRef<'a> {
+    /// From an address taken from `tensor.untyped_storage()._cdata` (calibration only).
+    pub fn at_address(_tensor: &'a Bound<'_, PyAny>, address: usize) -> Option<StorageRef<'a>> {
+        let storage = StorageRef {
+            base: address as *const u8,
+            _tensor: std::marker::PhantomData,
+        };
+        (address != 0 && address % 8 == 0).then_some(storage)
+    }
+
+    /// The 8-byte word at `offset`.
+    #[inline]
+    #[allow(clippy::cast_ptr_alignment)] // the storage and `StorageWord` are 8-aligned
+    pub fn word(self, offset: StorageWord) -> u64 {
+        // SAFETY: `base` points at a live StorageImpl (held by the live tensor's impl for
+        // 'a), at least STORAGE_WINDOW bytes long; `StorageWord` is an aligned word inside
+        // that window.
+        unsafe { self.base.add(offset.0).cast::<u64>().read() }
+    }
+
+    /// The byte at `offset`.
+    #[inline]
+    pub fn byte(self, offset: StorageByte) -> u8 {
+        // SAFETY: as in `word`; `StorageByte` lies inside the window.
+        unsafe { self.base.add(offset.0).read() }
     }
 }

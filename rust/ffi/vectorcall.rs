@@ -40,11 +40,20 @@ impl VectorcallSlot {
     }
 }
 
+/// Whether instances found on a class bind to the instance they are looked up on.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Binding {
+    /// Like functions: the class has a `__get__` returning a method, and its type is
+    /// marked a method descriptor, so `obj.attr(...)` may call it with `obj` first.
+    LikeFunction,
+    /// Never: `obj.attr(...)` calls the instance with the call's own arguments.
+    Never,
+}
+
 /// Points the type of `object` at `slot` (a field inside `object`). Fails when the slot is
-/// not inside the object, or when another instance placed it elsewhere. The type is also
-/// marked a method descriptor: its instances bind like functions (`__get__` returns a
-/// method), so `obj.attr(...)` may call them with `obj` first without binding.
-pub fn enable(object: &Bound<'_, PyAny>, slot: &VectorcallSlot) -> PyResult<()> {
+/// not inside the object, or when another instance placed it elsewhere. With
+/// [`Binding::LikeFunction`] the type is also marked a method descriptor.
+pub fn enable(object: &Bound<'_, PyAny>, slot: &VectorcallSlot, binding: Binding) -> PyResult<()> {
     let start = object.as_ptr() as usize;
     let field = std::ptr::from_ref(slot) as usize;
     let type_object = object.get_type();
@@ -66,7 +75,10 @@ pub fn enable(object: &Bound<'_, PyAny>, slot: &VectorcallSlot) -> PyResult<()> 
             return Err(pyo3::exceptions::PySystemError::new_err("vectorcall offset differs between instances"));
         }
         (*raw_type).tp_vectorcall_offset = offset;
-        (*raw_type).tp_flags |= ffi::Py_TPFLAGS_HAVE_VECTORCALL | ffi::Py_TPFLAGS_METHOD_DESCRIPTOR;
+        (*raw_type).tp_flags |= ffi::Py_TPFLAGS_HAVE_VECTORCALL;
+        if binding == Binding::LikeFunction {
+            (*raw_type).tp_flags |= ffi::Py_TPFLAGS_METHOD_DESCRIPTOR;
+        }
     }
     Ok(())
 }
@@ -90,8 +102,14 @@ unsafe extern "C" fn trampoline<T: VectorcallTarget>(
         (py, Borrowed::from_ptr(py, callable), arguments, positional, names)
     };
     // A panic must never unwind into CPython: it becomes the call's exception.
-    let result = std::panic::catch_unwind(AssertUnwindSafe(|| T::vectorcall(callable, arguments, positional, kwnames)))
-        .unwrap_or_else(|_| Err(pyo3::panic::PanicException::new_err("panic in a fastdynamo dispatcher")));
+    let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        T::vectorcall(callable, arguments, positional, kwnames)
+    }))
+    .unwrap_or_else(|_| {
+        Err(pyo3::panic::PanicException::new_err(
+            "panic in a fastdynamo vectorcall",
+        ))
+    });
     match result {
         Ok(value) => value.into_ptr(),
         Err(err) => {

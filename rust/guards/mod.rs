@@ -13,7 +13,7 @@ mod shape;
 mod shape_expr;
 pub(crate) mod source;
 mod tensor;
-mod tensor_layout;
+pub(crate) mod tensor_layout;
 mod torch_tls;
 mod versioned;
 

@@ -89,9 +89,30 @@ fn probe<'py>(tensor: Bound<'py, PyAny>, device: String, dtype: String) -> PyRes
     })
 }
 
+/// Runs a calibration script in `namespace`, with torch in its default state whatever the
+/// caller's: no dispatch mode (a fake or functional mode would make the probes fake),
+/// inference mode off, CPU as the default device. A calibration runs once per process,
+/// at the first use, which may come inside any of them.
+pub(crate) fn run_probes(
+    py: Python<'_>,
+    script: &str,
+    namespace: &Bound<'_, PyDict>,
+) -> PyResult<()> {
+    const NEUTRAL: &str = "
+import torch
+from torch.utils._python_dispatch import _disable_current_modes
+with _disable_current_modes(), torch.inference_mode(False), torch.device('cpu'):
+    exec(script, namespace)
+";
+    let outer = PyDict::new(py);
+    outer.set_item("script", script)?;
+    outer.set_item("namespace", namespace)?;
+    py.run(&CString::new(NEUTRAL).expect("no NUL"), Some(&outer), None)
+}
+
 fn calibrate(py: Python<'_>) -> PyResult<Option<TensorLayout>> {
     let namespace = PyDict::new(py);
-    py.run(&CString::new(PROBES).expect("no NUL"), Some(&namespace), None)?;
+    run_probes(py, PROBES, &namespace)?;
     let mut probes = Vec::new();
     for item in namespace.get_item("probes")?.expect("probes").try_iter()? {
         let (tensor, device, dtype): (Bound<'_, PyAny>, String, String) = item?.extract()?;

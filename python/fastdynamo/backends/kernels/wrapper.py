@@ -47,7 +47,8 @@ def generate_module(schedule: Schedule, attribute_names: list, renderer: Rendere
             symbolic = {"xnumel": kernel.xnumel, "rnumel": kernel.rnumel}
             size_arguments = "".join(f", {key}={render_python_value(size)}"
                                      for key, size in symbolic.items() if not isinstance(size, int))
-            body.append("    " + renderer.launch_line(kernel, size_arguments))
+            if kernel.xnumel != 0 and kernel.rnumel != 0:  # (an empty result is only allocated)
+                body.append("    " + renderer.launch_line(kernel, size_arguments))
         else:
             body.extend(views.extern_lines(step))
         dead = sorted(b for b, last in last_use.items() if last == position and b not in outputs
@@ -73,6 +74,12 @@ def call(args):
     """``forward`` over a list of the inputs, returning a list."""
     return list(forward(*args))
 '''
+
+
+# ATen ops whose results have, by construction, the strides their meta functions give
+# (a new row-major tensor): their outputs need no ``with_strides`` check before a kernel.
+LAYOUT_EXACT = frozenset({"mm", "addmm", "bmm", "baddbmm", "mv", "addmv", "embedding", "cat", "index_select",
+                          "lift_fresh_copy"})
 
 
 class _Views:
@@ -114,16 +121,17 @@ class _Views:
         args = tuple(self.rendered(a) for a in step.args)
         kwargs = {key: self.rendered(v) for key, v in step.kwargs.items()}
         call = render_call(step.target, args, kwargs, step.spelling)
+        exact = getattr(step.target, "_opname", None) in LAYOUT_EXACT
         if len(step.outputs) == 1 and step.result_paths[0] == ():
-            return [f"    {step.outputs[0].name} = {self.output(step.outputs[0], call)}"]
+            return [f"    {step.outputs[0].name} = {self.output(step.outputs[0], call, exact)}"]
         lines = [f"    {step.name} = {call}"]
         for out, path in zip(step.outputs, step.result_paths, strict=True):
-            lines.append(f"    {out.name} = {self.output(out, step.name + ''.join(f'[{p}]' for p in path))}")
+            lines.append(f"    {out.name} = {self.output(out, step.name + ''.join(f'[{p}]' for p in path), exact)}")
         lines.append(f"    del {step.name}")
         return lines
 
-    def output(self, out, value: str) -> str:
-        if out.name not in self.normalized:
+    def output(self, out, value: str, exact: bool) -> str:
+        if out.name not in self.normalized or exact:
             return value
         return f"_runtime.with_strides({value}, {_layout(out)})"
 
