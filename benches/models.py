@@ -38,7 +38,7 @@ import fastdynamo  # noqa: E402
 sys.path.insert(0, str(ROOT / "benches"))
 import default_rows  # noqa: E402
 import dynamic_rows  # noqa: E402
-from timing import interleaved, medians  # noqa: E402
+from bench_timing import interleaved, medians  # noqa: E402
 
 clock = time.perf_counter
 
@@ -151,7 +151,7 @@ def _add_dynamic_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repeats", type=int, default=3,
                         help="--dynamic: fresh runs per compiler, the best second call counts; "
                              "--backends default: fresh processes per first call with a warm disk "
-                             "cache, the median counts")
+                             "cache (and the ATen path's), the best counts")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,9 @@
 """CPU kernels side by side: eager, Inductor (``torch.compile``) and fastdynamo's default
-backend (C++ kernels), with this machine's copy bandwidth measured in the same run.
+backend (C++ kernels), with this machine's copy bandwidth measured in the same run. (Not
+``kernels.py``: ``benches/`` is on ``sys.path`` in models.py, and transformers imports a
+top-level ``kernels`` module, Hugging Face's kernel hub, wherever it finds one.)
 
-    OMP_NUM_THREADS=1 PYTHONPATH=python python benches/kernels.py [--sizes 3,4,5,6,7] [--cols 1024]
+    OMP_NUM_THREADS=1 PYTHONPATH=python python benches/cpu_kernels.py [--sizes 3,4,5,6,7] [--cols 1024]
         [--rounds 7] [--keep-freed-memory]
 
 Cases, float32, ``(rows, cols)`` with ``rows = round(10^k / cols)`` (at least 1):
@@ -11,8 +13,10 @@ Cases, float32, ``(rows, cols)`` with ``rows = round(10^k / cols)`` (at least 1)
   softmax     ``softmax(x, -1)``
   layer_norm  ``layer_norm(x, (cols,), w, b)``
   rms_norm    ``rms_norm(x, (cols,), w, eps=1e-6)``
-Each is compiled per size (``dynamic=False`` for both compilers), checked against eager
-(allclose), then timed with the three systems interleaved round by round: best of
+Each is compiled per size (``dynamic=False`` for both compilers; fastdynamo with
+``FASTDYNAMO_KERNELS_CHOICE=kernels`` unless set, so that its kernels are timed even where
+its compile-time measurement would keep the ATen ops), checked against eager (allclose),
+then timed with the three systems interleaved round by round: best of
 ``--rounds`` rounds, CPU time of this thread (one intra-op thread everywhere). GB/s is the
 bytes of the inputs and the output (each read or written once) over the time.
 
@@ -41,7 +45,7 @@ sys.path.insert(0, str(ROOT / "benches"))
 import torch  # noqa: E402
 import torch._dynamo  # noqa: E402  (the system compared against)
 import torch.nn.functional as F  # noqa: E402
-from timing import best, interleaved, thread_seconds  # noqa: E402
+from bench_timing import best, interleaved, thread_seconds  # noqa: E402
 
 import fastdynamo  # noqa: E402
 from fastdynamo.backends.cpp import binary_cache  # noqa: E402
@@ -177,6 +181,7 @@ def main() -> None:
         os.execve(sys.executable, [sys.executable, *sys.argv], environ)
     warnings.filterwarnings("ignore")
     torch.set_num_threads(1)
+    os.environ.setdefault("FASTDYNAMO_KERNELS_CHOICE", "kernels")  # read when a graph compiles
     library = ctypes.CDLL(str(binary_cache.build(COPY_SOURCE)))
     sizes = [max(1, round(10 ** int(k) / options.cols)) for k in options.sizes.split(",")]
     allocator = f"GLIBC_TUNABLES={os.environ['GLIBC_TUNABLES']}" if "GLIBC_TUNABLES" in os.environ else \
