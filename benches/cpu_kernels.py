@@ -52,7 +52,9 @@ from fastdynamo.backends.cpp import binary_cache  # noqa: E402
 from fastdynamo.convert_frame import Recorder  # noqa: E402
 
 KEEP_FREED_MEMORY = "glibc.malloc.mmap_threshold=4294967295:glibc.malloc.trim_threshold=17179869184"
-TARGET_CASE, TARGET_SHARE = "gate", 0.8
+# The target: a fused pointwise chain at the largest size, this share of the copy
+# bandwidth; the gate is the chain it names, affine_relu the same traffic without exp.
+TARGET_CASES, TARGET_SHARE = ("gate", "affine_relu"), 0.8
 
 
 def gate(x, y, scale, bias):
@@ -213,14 +215,15 @@ def print_kernels(options: argparse.Namespace, sizes: list[int], copies: dict[in
                   f"| {s['fastdynamo'] * 1e6:.1f} | {s['fastdynamo'] / s['inductor']:.2f} | {gbs['eager']:.1f} "
                   f"| {gbs['inductor']:.1f} | {gbs['fastdynamo']:.1f} | {gbs['inductor'] / copy:.0%} "
                   f"| {gbs['fastdynamo'] / copy:.0%} | {row['kernels']} | {row['equal']} |", flush=True)
-            if name == TARGET_CASE and rows == sizes[-1]:
+            if name in TARGET_CASES and rows == sizes[-1]:
                 share = gbs["fastdynamo"] / copy
                 verdicts.append(f"{name} at {elements} elements: {share:.0%} of the copy bandwidth "
                                 f"({copy:.1f} GB/s), {gbs['fastdynamo'] / copies[rows]['clone']:.0%} of a "
                                 f"fresh-output copy's; target >= {TARGET_SHARE:.0%}: "
                                 f"{'met' if share >= TARGET_SHARE else 'MISSED'}")
+    print()
     for verdict in verdicts:
-        print(f"\ntarget: {verdict}")
+        print(f"target: {verdict}")
 
 
 if __name__ == "__main__":

@@ -134,6 +134,7 @@ def _fastdynamo_report(recorder: Recorder) -> dict[str, Any]:
 
 
 def child(role: str, name: str, dirs: dict[str, str], calls: int, rounds: int) -> dict[str, Any]:
+    """One process's part of a row (``role``: cold, disk or aten; see the module docstring)."""
     torch.set_num_threads(1)
     warnings.filterwarnings("ignore")
     model, args = BY_NAME[name].build()
