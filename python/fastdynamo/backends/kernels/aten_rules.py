@@ -94,6 +94,8 @@ def lower_pointwise(op_name: PointwiseOp, lowering, node, meta, *args, **kwargs)
     if kwargs:
         raise NoLowering(f"{op_name} with {sorted(kwargs)}")
     operand_dtype = _operand_dtype(op_name, meta.dtype, args)
+    if op_name in (PointwiseOp.FLOOR, PointwiseOp.CEIL) and not meta.dtype.is_floating_point:
+        op_name = PointwiseOp.IDENTITY  # an integer is its own floor (a double would round it)
 
     def build(operand, _vars):
         return Op(op_name, tuple(operand(a, operand_dtype) for a in args), meta.dtype, operand_dtype)
