@@ -390,6 +390,8 @@ class CppRenderer:
         return _KernelWriter(schedule, group).render()
 
     def kernel_section(self, kernels: list) -> str:
+        if not kernels:
+            return "# no kernels: nothing to compile\n"
         source = "\n".join(kernel.source for kernel in kernels)
         lines = [f"SOURCE = r'''\n{source}'''\n", "_library = _cpp_runtime.load(SOURCE)"]
         meta_lines = []
