@@ -36,3 +36,4 @@ lint: lint-python
 bench: build-dev
 	$(CARGO_ENV) cargo bench --bench runtime
 	PYTHONPATH=python $(PYTHON) benches/compare.py
+	PYTHONPATH=python $(PYTHON) benches/kernel_math.py

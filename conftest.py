@@ -7,7 +7,7 @@ At the repository root so that it covers both ``tests/`` and the package's docst
 - Triton kernels (the default backend) run in Triton's interpreter on CPU tensors; the
   flag must be set before triton is first imported (the first capture imports it
   through torch).
-- Internal errors of the Triton backend raise instead of falling back to ATen, and
+- Internal errors of the kernel generators raise instead of falling back to ATen, and
   compiler errors of the frame callback raise instead of running the frame as Python,
   so a bug cannot pass as a fallback.
 - Generated kernels go to a fresh cache directory for the session, never ~/.cache.
@@ -32,6 +32,11 @@ if "triton" in sys.modules and os.environ.get("TRITON_INTERPRET") != "1":
     )
 os.environ["TRITON_INTERPRET"] = "1"
 os.environ["FASTDYNAMO_TRITON_STRICT"] = "1"
+os.environ["FASTDYNAMO_KERNELS_STRICT"] = "1"
+# The default backend keeps its kernels instead of timing them against ATen ops: a
+# test's graphs compile the same way on a loaded machine (tests/cpp/test_choice.py
+# covers the measurement).
+os.environ["FASTDYNAMO_KERNELS_CHOICE"] = "kernels"
 os.environ["FASTDYNAMO_CACHE_DIR"] = tempfile.mkdtemp(prefix="fastdynamo-tests-")
 
 import fastdynamo  # noqa: E402

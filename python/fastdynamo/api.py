@@ -119,11 +119,13 @@ def compile(fn_or_module: Any = None, *, backend: str | Backend = DEFAULT_BACKEN
     arguments.
 
     ``backend`` is a registered name or a callable ``(GraphModule, example_inputs) ->
-    callable``. The default, ``"triton"``, generates fused Triton kernels for CUDA tensors
-    (for CPU tensors too, in Triton's interpreter, with ``TRITON_INTERPRET=1``) and runs
-    the graph as ATen ops where it cannot: CPU tensors without the interpreter, inputs that
-    need autograd, graphs it cannot lower. ``backend="eager"`` always runs the captured
-    graph as ATen ops. With ``fullgraph=True`` a frame that cannot be captured whole
+    callable``. The default, ``"kernels"`` (also named ``"inductor"``), generates fused C++
+    kernels for CPU tensors and Triton kernels for CUDA tensors where they are faster than
+    the graph's ATen ops, and runs the ATen ops where they are not or where it cannot:
+    inputs that need autograd, graphs it cannot lower, a machine without a C++ compiler
+    (``explain()`` says which, per graph). ``backend="cpp"`` and ``backend="triton"``
+    always generate their kernels; ``backend="eager"`` always runs the captured graph as
+    ATen ops. With ``fullgraph=True`` a frame that cannot be captured whole
     raises :class:`fastdynamo.FullGraphError` naming the construct and its ``file:line``.
 
     ``dynamic`` is torch.compile's: ``None`` (automatic: a frame compiled again because a

@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 import torch
 
-from .backends import DEFAULT_BACKEND
+from .backends import DEFAULT_BACKEND, describe
 from .convert_frame import BreakReason, InternalError, Recorder
 from .transform.fallback import graph_errors_reported_to
 
@@ -37,6 +37,9 @@ class ExplainOutput:
     internal_errors: list[InternalError] = field(default_factory=list)
     # Per graph, each input with symbolic sizes: "x: (s12, 3)" (dynamic shapes).
     symbolic_sizes: list[list[str]] = field(default_factory=list)
+    # Per graph, how the backend runs it: "14 cpp kernels (measured: ...)", or
+    # "ATen ops: <why>" (the default backend keeps kernels only where they pay).
+    backend_notes: list[str] = field(default_factory=list)
 
     @property
     def graph_count(self) -> int:
@@ -65,6 +68,8 @@ class ExplainOutput:
                 zip(self.compiled_frames, self.graphs, self.guards, self.ops_per_graph, strict=True), 1):
             lines.append(f"Graph {i} ({frame}, {ops} ops):")
             lines.extend("    " + line for line in gm.code.strip().splitlines())
+            if i <= len(self.backend_notes):
+                lines.append(f"  Backend: {self.backend_notes[i - 1]}")
             sizes = self.symbolic_sizes[i - 1] if i <= len(self.symbolic_sizes) else []
             if sizes:
                 lines.append("  Symbolic sizes:")
@@ -96,6 +101,7 @@ def explain(fn: Callable, backend: str | Callable = DEFAULT_BACKEND,
             report.guards.append([g.text() for g in capture.result.guards])
             report.ops_per_graph.append(capture.result.op_count)
             report.symbolic_sizes.append(_symbolic_sizes(capture.result.graph_module))
+            report.backend_notes.append(describe(capture.compiled_fn))
             report.compiled_frames.append(
                 f"{capture.code.co_qualname} at {capture.code.co_filename}:{capture.code.co_firstlineno}")
         reset()

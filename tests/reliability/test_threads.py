@@ -13,6 +13,7 @@ import torch
 
 import fastdynamo
 from fastdynamo._runtime import native
+from fastdynamo.convert_frame import Recorder
 
 
 @pytest.fixture(autouse=True)
@@ -92,12 +93,14 @@ def test_triton_interpreter_kernels_from_eight_threads():
 
     if not runtime.interpreter_enabled() or runtime.interpreter_mismatch():
         pytest.fail("the suite runs the Triton backend in its interpreter (tests/conftest.py)")
-    compiled = [fastdynamo.compile(scale), fastdynamo.compile(mix)]
+    recorder = Recorder()
+    compiled = [fastdynamo.compile(scale, backend="triton", _recorder=recorder),
+                fastdynamo.compile(mix, backend="triton", _recorder=recorder)]
     x, y, z = torch.randn(4), torch.randn(4), torch.randn(2, 8)
     with torch.no_grad():
         assert torch.allclose(compiled[0](x, y), scale(x, y))
         assert torch.allclose(compiled[1](z), mix(z), atol=1e-6)
-    graphs = [value for name, value in globals().items() if name.startswith("__compiled_fn_")]
+    graphs = [capture.compiled_fn for capture in recorder.captures]
     assert len(graphs) == 2 and all(graph.kernel_count >= 1 for graph in graphs)  # kernels, not ATen
     wrong = []
 
@@ -114,7 +117,7 @@ def test_triton_interpreter_kernels_from_eight_threads():
 
 def test_triton_interpreter_kernels_under_a_profiler_in_threads():
     pytest.importorskip("triton")
-    compiled = fastdynamo.compile(scale)
+    compiled = fastdynamo.compile(scale, backend="triton")
     x, y = torch.randn(4), torch.randn(4)
     with torch.no_grad():
         compiled(x, y)  # compiled before profiling starts

@@ -61,6 +61,24 @@ def frame_callable(compiled_fn: Callable[..., Any]) -> Callable[..., Any]:
     return getattr(compiled_fn, "fastdynamo_guarded", compiled_fn)
 
 
+def describe(compiled_fn: Any) -> str:
+    """How a backend's callable runs its graph, in one line (what explain() prints).
+
+    >>> describe(lambda x: x)
+    'function'
+    """
+    reason = getattr(compiled_fn, "fallback_reason", None)
+    if reason:
+        return f"ATen ops: {reason}"
+    kernels = getattr(compiled_fn, "kernel_count", None)
+    if kernels is None:
+        return type(compiled_fn).__name__
+    target = getattr(getattr(compiled_fn, "target", None), "name", "generated")
+    choice = getattr(compiled_fn, "choice", None)
+    why = f" ({choice.why})" if choice is not None else ""
+    return f"{kernels} {target} kernel{'s' if kernels != 1 else ''}{why}"
+
+
 def list_backends() -> list[str]:
     """Names of the registered and built-in backends."""
     return sorted(set(_REGISTRY) | set(_BUILTIN_MODULES))

@@ -3,13 +3,14 @@
 A pointwise row is an expression template over operands already converted to the op's
 operand dtype; the renderer casts the result to the op's dtype (C++ would compute
 ``int8 + int8`` in ``int``: ATen wraps in ``int8``). The ``fd_*`` functions are the
-runtime header's (``include/fastdynamo_kernels.h``): ATen's NaN rules, Python's floor
-division, vectorizable math. ``tests/cpp`` checks every member of the IR's sets has a row.
+runtime header's (``include/fastdynamo_kernels.h``): ATen's NaN and signed-zero rules,
+Python's floor division, vectorizable math; ``std::sqrt``, ``std::floor``... are single
+instructions (``-fno-math-errno``). ``tests/cpp`` checks every member of the IR's sets has a row.
 
 >>> POINTWISE_RULES[PointwiseOp.MAXIMUM].format("a", "b")
 'fd_maximum(a, b)'
 >>> cpp_type(torch.bfloat16), compute_type(torch.bfloat16)
-('uint16_t', 'float')
+('fd_bfloat16', 'float')
 >>> render_literal(float("-inf"), torch.float32), render_literal(-2**63, torch.int64)
 ('(-std::numeric_limits<float>::infinity())', '(-INT64_C(9223372036854775807) - 1)')
 """
@@ -27,23 +28,23 @@ POINTWISE_RULES: dict[PointwiseOp, str] = {
     PointwiseOp.SUB: "{0} - {1}",
     PointwiseOp.MUL: "{0} * {1}",
     PointwiseOp.TRUEDIV: "{0} / {1}",
-    PointwiseOp.FLOOR_DIVIDE: "fd_floordiv({0}, {1})",
+    PointwiseOp.FLOOR_DIVIDE: "fd_div_floor({0}, {1})",
     PointwiseOp.TRUNCDIV: "{0} / {1}",
     PointwiseOp.REMAINDER: "fd_remainder({0}, {1})",
     PointwiseOp.NEG: "-{0}",
-    PointwiseOp.ABS: "fd_abs({0})",
-    PointwiseOp.RECIPROCAL: "fd_reciprocal({0})",
+    PointwiseOp.ABS: "std::abs({0})",
+    PointwiseOp.RECIPROCAL: "1 / {0}",
     PointwiseOp.EXP: "fd_exp({0})",
     PointwiseOp.EXP2: "fd_exp2({0})",
     PointwiseOp.LOG: "fd_log({0})",
     PointwiseOp.LOG2: "fd_log2({0})",
-    PointwiseOp.SQRT: "fd_sqrt({0})",
-    PointwiseOp.RSQRT: "fd_rsqrt({0})",
+    PointwiseOp.SQRT: "std::sqrt({0})",
+    PointwiseOp.RSQRT: "1 / std::sqrt({0})",
     PointwiseOp.SIN: "fd_sin({0})",
     PointwiseOp.COS: "fd_cos({0})",
     PointwiseOp.ERF: "fd_erf({0})",
-    PointwiseOp.FLOOR: "fd_floor({0})",
-    PointwiseOp.CEIL: "fd_ceil({0})",
+    PointwiseOp.FLOOR: "std::floor({0})",
+    PointwiseOp.CEIL: "std::ceil({0})",
     PointwiseOp.SIGMOID: "fd_sigmoid({0})",
     PointwiseOp.TANH: "fd_tanh({0})",
     PointwiseOp.RELU: "fd_relu({0})",
@@ -83,8 +84,8 @@ REDUCTION_RULES: dict[ReductionType, str] = {
 _STORAGE_TYPES = {
     torch.float32: "float",
     torch.float64: "double",
-    torch.float16: "uint16_t",
-    torch.bfloat16: "uint16_t",
+    torch.float16: "fd_half",
+    torch.bfloat16: "fd_bfloat16",
     torch.int8: "int8_t",
     torch.int16: "int16_t",
     torch.int32: "int32_t",
@@ -94,9 +95,9 @@ _STORAGE_TYPES = {
 }
 
 # Half types are stored as their bits and computed in float (opset.compute_dtype).
-LOAD_CONVERSIONS = {torch.bfloat16: "fd_bf16_to_float({0})", torch.float16: "fd_f16_to_float({0})"}
-STORE_CONVERSIONS = {torch.bfloat16: "fd_float_to_bf16({0})", torch.float16: "fd_float_to_f16({0})"}
-ROUNDINGS = {torch.bfloat16: "fd_round_bf16({0})", torch.float16: "fd_round_f16({0})"}
+LOAD_CONVERSIONS = {torch.bfloat16: "fd_to_float({0})", torch.float16: "fd_to_float({0})"}
+STORE_CONVERSIONS = {torch.bfloat16: "fd_float_to_bfloat16({0})", torch.float16: "fd_float_to_half({0})"}
+ROUNDINGS = {torch.bfloat16: "fd_to_float(fd_float_to_bfloat16({0}))", torch.float16: "fd_to_float(fd_float_to_half({0}))"}
 
 
 def cpp_type(dtype: torch.dtype) -> str:

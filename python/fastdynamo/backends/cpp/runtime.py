@@ -29,7 +29,7 @@ HEADER = Path(__file__).parent / "include" / "fastdynamo_kernels.h"
 
 @lru_cache(maxsize=None)
 def header_source() -> str:
-    return HEADER.read_text()
+    return HEADER.read_text().replace("#pragma once\n", "", 1)  # (it heads the translation unit)
 
 
 class Library:

@@ -2,7 +2,7 @@
 
 Index expressions are never negative, so C's truncating ``/`` and ``%`` are exact for
 them. A symbolic size may hold an int input's symbol (any integer): its ``//`` and ``%``
-are torch's floor forms and become the runtime header's ``fd_floordiv``/``fd_remainder``.
+are torch's floor forms and become the runtime header's ``fd_div_floor``/``fd_remainder``.
 Loop variables and size symbols are ``int64_t``; a constant beyond ``int`` is written
 ``INT64_C(...)``, so no product of constants overflows ``int``.
 
@@ -42,10 +42,14 @@ def _expression(expr: sympy.Expr) -> str:
     if isinstance(expr, sympy.Pow):
         return "*".join([_operand(expr.base)] * int(expr.exp))
     if isinstance(expr, FloorDiv):
-        return f"fd_floordiv<int64_t>({_expression(expr.args[0])}, {_expression(expr.args[1])})"
+        return f"fd_div_floor({_int64(expr.args[0])}, {_int64(expr.args[1])})"
     if isinstance(expr, PythonMod):
-        return f"fd_remainder<int64_t>({_expression(expr.args[0])}, {_expression(expr.args[1])})"
+        return f"fd_remainder({_int64(expr.args[0])}, {_int64(expr.args[1])})"
     raise sizes.SymbolicRefused(f"size {expr} has no C++ spelling")
+
+
+def _int64(expr: sympy.Expr) -> str:
+    return f"static_cast<int64_t>({_expression(expr)})"
 
 
 def _integer(value: int) -> str:

@@ -29,6 +29,8 @@ class CppTarget:
 
     options: CppOptions = dataclasses.field(default_factory=CppOptions)
     name: str = "cpp"
+    channels_last: bool = True  # 2-d convolutions read channels-last inputs
+    choose: bool = False  # the default backend: kernels only where they pay
 
     def renderer(self) -> CppRenderer:
         return CppRenderer()
@@ -40,6 +42,9 @@ class CppTarget:
 
     def process_wide(self, reason: str) -> bool:
         return reason.startswith(NO_TOOLCHAIN)
+
+    def chooses(self, device: torch.device) -> bool:
+        return self.choose
 
     def key_parts(self, device: torch.device) -> tuple:
         return (torch.__version__,)

@@ -53,7 +53,8 @@ def pointwise_node(lowering, meta: torch.Tensor, build) -> TensorValue:
     an operand (tensor or scalar) at the node's index, broadcast as ATen does."""
     shape = lowering.shape_of(meta)
     if 0 in shape:
-        raise NoLowering("no elements")  # the extern makes the empty result
+        raise NoLowering("no elements")  # empty_result makes it
+    lowering.check_device(meta)
     index_vars = lowering.fresh_vars(shape)
 
     def operand(value, dtype=None):
@@ -71,6 +72,16 @@ def pointwise_node(lowering, meta: torch.Tensor, build) -> TensorValue:
     return TensorValue.of_buffer(name, shape, meta.dtype)
 
 
+def empty_result(lowering, meta: torch.Tensor) -> TensorValue:
+    """A tensor without elements: a buffer the wrapper allocates, which no kernel fills."""
+    lowering.check_device(meta)
+    shape = lowering.shape_of(meta)
+    name = lowering.fresh_name()
+    lowering.graph.add(PointwiseNode(name, shape, meta.dtype, lowering.fresh_vars(shape), Constant(0, meta.dtype),
+                                     lowering.stride_of(meta)))
+    return TensorValue.of_buffer(name, shape, meta.dtype)
+
+
 def _operand_dtype(op_name: PointwiseOp, result: torch.dtype, args) -> torch.dtype:
     if op_name in COMPARISONS:
         return _promoted(args)
@@ -83,6 +94,8 @@ def lower_pointwise(op_name: PointwiseOp, lowering, node, meta, *args, **kwargs)
     if kwargs:
         raise NoLowering(f"{op_name} with {sorted(kwargs)}")
     operand_dtype = _operand_dtype(op_name, meta.dtype, args)
+    if op_name in (PointwiseOp.FLOOR, PointwiseOp.CEIL) and not meta.dtype.is_floating_point:
+        op_name = PointwiseOp.IDENTITY  # an integer is its own floor (a double would round it)
 
     def build(operand, _vars):
         return Op(op_name, tuple(operand(a, operand_dtype) for a in args), meta.dtype, operand_dtype)
@@ -199,6 +212,27 @@ def lower_clone(lowering, node, meta, value, memory_format=None) -> TensorValue:
     return lower_cast(lowering, node, meta, value)
 
 
+def lower_copy(lowering, node, meta, destination, source, non_blocking=False) -> TensorValue:
+    """``copy(destination, source)``: ``source`` broadcast to the destination's shape and
+    converted to its dtype (what ``copy_`` leaves in it); the destination's values unread."""
+    if not isinstance(source, TensorValue):
+        raise NoLowering("copy from a non-tensor")
+
+    def build(operand, _vars):
+        value = operand(source)
+        if source.dtype == meta.dtype:
+            return Op(PointwiseOp.IDENTITY, (value,), meta.dtype, meta.dtype)
+        return Op(PointwiseOp.CAST, (value,), meta.dtype, None, (meta.dtype,))
+
+    return pointwise_node(lowering, meta, build)
+
+
+def lower_empty(lowering, node, meta, *args, **kwargs) -> TensorValue:
+    """``empty``: its values are unspecified, so zeros are as good as any (and a dead
+    ``empty``, as decompositions leave them, costs nothing)."""
+    return pointwise_node(lowering, meta, lambda operand, _vars: Constant(0, meta.dtype))
+
+
 def lower_fill(lowering, node, meta, *args, **kwargs) -> TensorValue:
     """full / full_like / fill / scalar_tensor: a constant of the result's shape."""
     value = args[0] if node.target is aten.scalar_tensor.default else args[1]
@@ -252,6 +286,38 @@ def lower_arg_reduction(reduction_type: ReductionType, lowering, node, meta, val
     if dim is None and len(value.shape) > 1 and keepdim:
         raise NoLowering("argmax over all dims with keepdim")
     return lower_reduction(reduction_type, lowering, node, meta, value, dim, keepdim)
+
+
+def lower_cat(lowering, node, meta, tensors, dim=0) -> TensorValue:
+    """``cat`` where every input but one is empty: a copy of that one (the others add
+    nothing along ``dim``); several non-empty inputs stay an extern."""
+    kept = [t for t in tensors if not (isinstance(t, TensorValue) and _statically_empty(t.shape))]
+    if len(kept) != 1 or not isinstance(kept[0], TensorValue) or tuple(kept[0].shape) != lowering.shape_of(meta):
+        raise NoLowering("cat of several non-empty inputs")
+    source = kept[0]
+
+    def build(operand, _vars):
+        value = operand(source)
+        if source.dtype == meta.dtype:
+            return Op(PointwiseOp.IDENTITY, (value,), meta.dtype, meta.dtype)
+        return Op(PointwiseOp.CAST, (value,), meta.dtype, None, (meta.dtype,))
+
+    return pointwise_node(lowering, meta, build)
+
+
+def _statically_empty(shape: tuple) -> bool:
+    return any(isinstance(size, int) and size == 0 for size in shape)
+
+
+def lower_arange(lowering, node, meta, *args, **kwargs) -> TensorValue:
+    """``arange(start, end, step)`` of ints: ``start + step * i``."""
+    start, step = (0, 1) if len(args) < 2 else (args[0], args[2] if len(args) > 2 else 1)
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (start, step)) or meta.dtype != torch.int64:
+        raise NoLowering("arange of floats or symbolic bounds")
+    if start < 0 or step <= 0:
+        raise NoLowering("arange with a negative start or step")
+    return pointwise_node(lowering, meta, lambda operand, index_vars: IndexValue(
+        add(mul(index_vars[0], step), start), meta.dtype))
 
 
 # ---- views ---------------------------------------------------------------------------
@@ -319,6 +385,33 @@ def lower_select(lowering, node, meta, value, dim, index) -> TensorValue:
     return views.select(value, dim, index, _call(lowering, node))
 
 
+def lower_split_with_sizes(lowering, node, meta, value, split_sizes, dim=0) -> tuple:
+    """The pieces of a split: slices of the value along ``dim`` (views, no copy)."""
+    if not isinstance(value, TensorValue) or not all(isinstance(s, int) for s in split_sizes):
+        raise NoLowering("split of a symbolic size")
+    dim = dim % len(value.shape)
+    pieces, start = [], 0
+    for size, piece in zip(split_sizes, meta, strict=True):
+        call: tuple = (aten.slice.Tensor, (dim, start, start + size, 1), {})
+        pieces.append(views.slice_view(value, dim, start, 1, lowering.shape_of(piece), call))
+        start += size
+    return tuple(pieces)
+
+
+def lower_split(lowering, node, meta, value, split_size, dim=0) -> tuple:
+    if not isinstance(split_size, int) or not isinstance(value, TensorValue):
+        raise NoLowering("split by a symbolic size")
+    sizes = [lowering.shape_of(piece)[dim % len(value.shape)] for piece in meta]
+    return lower_split_with_sizes(lowering, node, meta, value, sizes, dim)
+
+
+def lower_unbind(lowering, node, meta, value, dim=0) -> tuple:
+    if not isinstance(value, TensorValue):
+        raise NoLowering("unbind of a non-tensor")
+    dim = dim % len(value.shape)
+    return tuple(views.select(value, dim, index, (aten.select.int, (dim, index), {})) for index in range(len(meta)))
+
+
 def lower_alias(lowering, node, meta, value) -> TensorValue:
     return value.derive(value.shape, lambda index: index, _call(lowering, node))
 
@@ -346,6 +439,9 @@ LOWERINGS.update({
     prims.convert_element_type: lower_cast,
     aten.clone: lower_clone,
     aten.full: lower_fill,
+    aten.copy.default: lower_copy,
+    aten.empty.memory_format: lower_empty,
+    aten.empty_strided.default: lower_empty,
     aten.full_like: lower_fill,
     aten.scalar_tensor: lower_fill,
     aten.fill.Scalar: lower_fill,
@@ -359,6 +455,10 @@ LOWERINGS.update({
     aten.min.default: partial(lower_total, ReductionType.MIN),
     aten.argmax: partial(lower_arg_reduction, ReductionType.ARGMAX),
     aten.argmin: partial(lower_arg_reduction, ReductionType.ARGMIN),
+    aten.cat: lower_cat,
+    aten.arange.start_step: lower_arange,
+    aten.arange.start: lower_arange,
+    aten.arange.default: lower_arange,
     aten.view: lower_view,
     aten._unsafe_view: lower_view,
     aten.reshape: lower_view,
@@ -374,3 +474,10 @@ LOWERINGS.update({
     aten.alias: lower_alias,
     prims.broadcast_in_dim: lower_broadcast_in_dim,
 })
+
+# Views that return several tensors (``meta`` is their list).
+MULTI_VIEWS: dict = {
+    aten.split_with_sizes: lower_split_with_sizes,
+    aten.split.Tensor: lower_split,
+    aten.unbind.int: lower_unbind,
+}

@@ -44,6 +44,7 @@ from torch._subclasses.fake_tensor import FakeTensor
 from torch.utils import _pytree as pytree
 
 from . import cache
+from .choice import Choice, choose
 from .fusion import fuse
 from .lowering import UnsupportedGraph, attribute_names, attribute_values, lower, trace_aten
 from .sizes import SymbolicRefused
@@ -174,6 +175,7 @@ class CompiledGraph:
         self._aten_forward: Callable[..., Any] | None = None
         self.signature = signature_of(gm)  # None: static sizes (kernels per input metadata)
         self.symbolic_refused: str | None = None  # why a symbolic graph has kernels per size
+        self.choice: Choice | None = None  # kernels or ATen ops, decided on the first inputs
 
     def _aten(self, *args: Any) -> Any:
         """The graph as ATen ops, for calls whose inputs need autograd or have no kernels."""
@@ -238,12 +240,27 @@ class CompiledGraph:
         except TargetUnavailable as why:
             say_runs_aten(self.target, str(why))
             return self._use_aten(str(why), example_inputs)
+        if module.FALLBACK_REASON:
+            say_runs_aten(self.target, module.FALLBACK_REASON)
+        elif self.choice is None:
+            self.choice = self._choose(module, example_inputs)
+            if not self.choice.kernels:
+                reason = f"the kernels do not pay ({self.choice.why})"
+                say_runs_aten(self.target, reason)
+                return self._use_aten(reason, example_inputs)
         self.specialisations[inputs_key(example_inputs)] = module
         self.module = module
         self.fallback_reason = module.FALLBACK_REASON
-        if module.FALLBACK_REASON:
-            say_runs_aten(self.target, module.FALLBACK_REASON)
         return self
+
+    def _choose(self, module: ModuleType, example_inputs: list) -> Choice:
+        device = next((t.device for t in example_inputs if isinstance(t, torch.Tensor)), torch.device("cpu"))
+        attributes = attribute_values(self.gm, self.attribute_names)
+        if not self.target.chooses(device):
+            return Choice(True, "the kernels, as the backend was asked for")
+        aten = aten_forward(self.gm, "measured")
+        return choose(module.KERNEL_COUNT, lambda *args: module.forward(*args, *attributes), aten,
+                      list(example_inputs))
 
     def _key_prefix(self, tensors: list) -> tuple:
         """The parts of a cache key that do not depend on the inputs."""
@@ -304,7 +321,7 @@ class CompiledGraph:
 
     def _generate(self, example_inputs: list) -> str:
         try:
-            traced = trace_aten(self.gm, example_inputs)
+            traced = trace_aten(self.gm, example_inputs, self.target.channels_last)
             graph = lower(traced.graph_module, traced.input_names)
             source = self._passes(graph, traced.attribute_names)
             refusal = _eager_refusal(self.gm, example_inputs)

@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 import torch.fx
+from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.proxy_tensor import make_fx
 from torch.utils import _pytree as pytree
 
@@ -65,18 +66,24 @@ def attribute_values(gm: torch.nn.Module, names: list[str]) -> list:
     return [values[name] for name in names]
 
 
-def trace_aten(gm: torch.fx.GraphModule, example_inputs: list) -> TracedGraph:
+def trace_aten(gm: torch.fx.GraphModule, example_inputs: list, channels_last: bool = False) -> TracedGraph:
     """The graph as ATen ops on FakeTensors, outputs flattened to a list.
 
     ``example_inputs`` are real tensors, or a symbolic graph's placeholder values
     (FakeTensors with symbolic sizes, SymInts): the trace then runs in their fake mode,
-    so sizes stay symbolic (``sym_size`` nodes, SymInt shapes in ``meta["val"]``)."""
+    so sizes stay symbolic (``sym_size`` nodes, SymInt shapes in ``meta["val"]``).
+    ``channels_last`` (static graphs with two or more 2-d convolutions): traced again with
+    convolutions reading channels-last inputs, each output copied back to the layout of
+    the first trace (eager's) where it differs."""
     names = attribute_names(gm)
     attributes = attribute_values(gm, names)
     fake_mode = next((t.fake_mode for t in example_inputs if hasattr(t, "fake_mode")), None)
     if fake_mode is not None:
         attributes = [fake_mode.from_tensor(t, static_shapes=True) for t in attributes]
-    inputs = list(example_inputs) + attributes
+        inputs = list(example_inputs) + attributes
+        channels_last = False
+    else:
+        inputs = _independent_fakes(list(example_inputs) + attributes)
     user_count = len(example_inputs)
 
     def flat_forward(*args):
@@ -86,8 +93,54 @@ def trace_aten(gm: torch.fx.GraphModule, example_inputs: list) -> TracedGraph:
 
     with torch.no_grad():
         aten_gm = make_fx(flat_forward, decomposition_table=decomposition_table(), tracing_mode="fake")(*inputs)
+    if channels_last and _convolutions_2d(aten_gm) >= 2:
+        layouts = _output_layouts(aten_gm)
+
+        def restored_forward(*args):
+            return [_in_layout(value, layout) for value, layout in zip(flat_forward(*args), layouts, strict=True)]
+
+        with torch.no_grad():
+            aten_gm = make_fx(restored_forward, decomposition_table=decomposition_table(channels_last=True),
+                              tracing_mode="fake")(*_independent_fakes(inputs))
     placeholders = [node.name for node in gm.graph.nodes if node.op == "placeholder"]
     return TracedGraph(aten_gm, names, placeholders + names)
+
+
+def _convolutions_2d(aten_gm: torch.fx.GraphModule) -> int:
+    return sum(1 for node in aten_gm.graph.nodes if node.target is torch.ops.aten.convolution.default
+               and isinstance(node.meta.get("val"), torch.Tensor) and node.meta["val"].dim() == 4)
+
+
+def _output_layouts(aten_gm: torch.fx.GraphModule) -> list:
+    output = next(node for node in aten_gm.graph.nodes if node.op == "output")
+    values = [a.meta.get("val") if isinstance(a, torch.fx.Node) else a for a in pytree.tree_leaves(output.args[0])]
+    return [tuple(v.stride()) if isinstance(v, torch.Tensor) else None for v in values]
+
+
+def _in_layout(value, stride):
+    if not isinstance(value, torch.Tensor) or stride is None or tuple(value.stride()) == stride:
+        return value
+    out = torch.empty_strided(value.shape, stride, dtype=value.dtype, device=value.device)
+    out.copy_(value)
+    return out
+
+
+def _independent_fakes(values: list) -> list:
+    """FakeTensors with the metadata of ``values``, each with a storage of its own: the
+    code traced from them never depends on which real inputs share memory (a graph that
+    writes to an input, where that would matter, is refused by lowering whatever the
+    inputs), so one module serves every aliasing of its inputs. (Real inputs that share
+    storage would trace as one value: ``f(x, x)``'s ``x + y`` became ``y + y``.)"""
+    fake_mode = FakeTensorMode()
+    with fake_mode:
+        return [_fresh_like(v) if isinstance(v, torch.Tensor) and v.layout == torch.strided else v for v in values]
+
+
+def _fresh_like(tensor: torch.Tensor) -> torch.Tensor:
+    extent = tensor.storage_offset() + sum((s - 1) * st for s, st in zip(tensor.shape, tensor.stride(), strict=True)) + 1
+    base = torch.empty((max(extent, 0) if tensor.numel() else tensor.storage_offset(),), dtype=tensor.dtype,
+                       device=tensor.device)
+    return base.as_strided(tuple(tensor.shape), tuple(tensor.stride()), tensor.storage_offset())
 
 
 def lower(aten_gm: torch.fx.GraphModule, input_names: list | None = None, signature=None) -> KernelGraph:
@@ -107,6 +160,7 @@ class _Lowering:
         names = input_names or [node.name for node in placeholders]
         self.input_names = dict(zip(placeholders, names, strict=True))
         self.graph = KernelGraph()
+        self.device: torch.device | None = None
         self.env: dict[torch.fx.Node, Any] = {}  # TensorValue, tuple of them, or a constant
         self.counter = 0
         self.order = {node: i for i, node in enumerate(aten_gm.graph.nodes)}
@@ -116,6 +170,14 @@ class _Lowering:
         # buffer -> the storage offset its FakeTensor has (computed buffers: 0, set by
         # name below), for views made from it by layout (None: symbolic)
         self.base_offsets: dict = _ComputedOffsets()
+
+    def check_device(self, meta: torch.Tensor) -> None:
+        """Kernels write buffers on the graph's one device (the first tensor's): a value
+        made on another one (``torch.arange(n, device="cuda")`` in a CPU graph) is an extern."""
+        if self.device is None:
+            self.device = meta.device
+        elif meta.device != self.device:
+            raise aten_rules.NoLowering(f"a value on {meta.device} in a graph on {self.device}")
 
     def fresh_name(self) -> str:
         name = f"buf{self.counter}"
@@ -174,6 +236,7 @@ class _Lowering:
             raise UnsupportedGraph(f"input {node.name} is not a tensor")
         shape = self.shape_of(meta)
         _check_tensor(meta, node, shape)
+        self.device = self.device or meta.device
         self.graph.add(InputNode(name, shape, self.stride_of(meta), meta.dtype))
         self.base_offsets[name] = meta.storage_offset() if _is_static(meta) else None
         return TensorValue.of_buffer(name, shape, meta.dtype)
@@ -232,6 +295,15 @@ class _Lowering:
         return result
 
     def lower_target(self, node: torch.fx.Node, target, meta, args, kwargs):
+        if isinstance(meta, torch.Tensor) and meta.numel() == 0 and _fresh_result(target):
+            # nothing to compute: the result is its shape, strides and dtype
+            return aten_rules.empty_result(self, meta)
+        multi = aten_rules.MULTI_VIEWS.get(target) or aten_rules.MULTI_VIEWS.get(getattr(target, "overloadpacket", None))
+        if multi is not None and isinstance(meta, (list, tuple)):
+            try:
+                return multi(self, node, meta, *args, **kwargs)
+            except (aten_rules.NoLowering, TypeError):
+                pass
         rule = aten_rules.LOWERINGS.get(target) or aten_rules.LOWERINGS.get(getattr(target, "overloadpacket", None))
         if rule is not None and isinstance(meta, torch.Tensor):
             try:
@@ -340,6 +412,17 @@ class _ComputedOffsets(dict):
 
     def get(self, key, default=None):
         return super().get(key, 0 if str(key).startswith("buf") else default)
+
+
+def _fresh_result(target) -> bool:
+    """An ATen function whose result is a new tensor (no view, no written argument, no
+    random numbers drawn)."""
+    schema = getattr(target, "_schema", None)
+    if schema is None or schema.is_mutable or not isinstance(target, torch._ops.OpOverload):
+        return False
+    if torch.Tag.nondeterministic_seeded in target.tags:
+        return False
+    return all(ret.alias_info is None for ret in schema.returns)
 
 
 def _map_pairs(fn, value, fake):

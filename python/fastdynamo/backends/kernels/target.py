@@ -82,6 +82,11 @@ class KernelTarget(Protocol):
         """Knobs that change generated code; part of the cache key."""
         ...
 
+    @property
+    def channels_last(self) -> bool:
+        """Whether 2-d convolutions read channels-last inputs (:func:`lowering.trace_aten`)."""
+        ...
+
     def renderer(self) -> Renderer:
         ...
 
@@ -95,4 +100,9 @@ class KernelTarget(Protocol):
 
     def key_parts(self, device: torch.device) -> tuple:
         """What generated code depends on besides the graph: versions, the device."""
+        ...
+
+    def chooses(self, device: torch.device) -> bool:
+        """Whether a graph on ``device`` runs its kernels only where they pay
+        (:mod:`choice`); False: always the kernels (an explicitly chosen code generator)."""
         ...

@@ -37,21 +37,28 @@ def generate_module(schedule: Schedule, attribute_names: list, renderer: Rendere
     arguments = graph.arguments if graph.arguments is not None else inputs
     body: list[str] = ["    " + line for line in renderer.forward_prologue(inputs)] if kernels else []
     body.extend(_size_binding_lines(graph.size_bindings))
+    dead_at = {position: sorted(b for b, last in last_use.items() if last == position and b not in outputs
+                                and b not in inputs and b not in graph.size_bindings and b not in graph.constants)
+               for position in range(len(schedule.steps))}
+    reuse = _plan_reuse(schedule, meta, dead_at, views)
     for position, step in enumerate(schedule.steps):
         if isinstance(step, KernelGroup):
             kernel = kernels[step.name]
             for name in step.stores:
+                if name in reuse:
+                    body.append(f"    {name} = {reuse[name]}; del {reuse[name]}  # reuse")
+                    continue
                 shape, stride, dtype = meta[name]
                 body.append("    " + renderer.allocation(name, render_python_value(tuple(shape)),
                                                          render_python_value(tuple(stride)), dtype))
             symbolic = {"xnumel": kernel.xnumel, "rnumel": kernel.rnumel}
             size_arguments = "".join(f", {key}={render_python_value(size)}"
                                      for key, size in symbolic.items() if not isinstance(size, int))
-            body.append("    " + renderer.launch_line(kernel, size_arguments))
+            if kernel.xnumel != 0 and kernel.rnumel != 0:  # (an empty result is only allocated)
+                body.append("    " + renderer.launch_line(kernel, size_arguments))
         else:
             body.extend(views.extern_lines(step))
-        dead = sorted(b for b, last in last_use.items() if last == position and b not in outputs
-                      and b not in inputs and b not in graph.size_bindings and b not in graph.constants)
+        dead = [b for b in dead_at[position] if b not in reuse.values()]
         if dead:
             body.append(f"    del {', '.join(dead)}")
     results = [views.argument(BufferArg(out.buffer, out.view_chain, out.layout)) if out.buffer
@@ -73,6 +80,12 @@ def call(args):
     """``forward`` over a list of the inputs, returning a list."""
     return list(forward(*args))
 '''
+
+
+# ATen ops whose results have, by construction, the strides their meta functions give
+# (a new row-major tensor): their outputs need no ``with_strides`` check before a kernel.
+LAYOUT_EXACT = frozenset({"mm", "addmm", "bmm", "baddbmm", "mv", "addmv", "embedding", "cat", "index_select",
+                          "lift_fresh_copy"})
 
 
 class _Views:
@@ -114,18 +127,44 @@ class _Views:
         args = tuple(self.rendered(a) for a in step.args)
         kwargs = {key: self.rendered(v) for key, v in step.kwargs.items()}
         call = render_call(step.target, args, kwargs, step.spelling)
+        exact = getattr(step.target, "_opname", None) in LAYOUT_EXACT
         if len(step.outputs) == 1 and step.result_paths[0] == ():
-            return [f"    {step.outputs[0].name} = {self.output(step.outputs[0], call)}"]
+            return [f"    {step.outputs[0].name} = {self.output(step.outputs[0], call, exact)}"]
         lines = [f"    {step.name} = {call}"]
         for out, path in zip(step.outputs, step.result_paths, strict=True):
-            lines.append(f"    {out.name} = {self.output(out, step.name + ''.join(f'[{p}]' for p in path))}")
+            lines.append(f"    {out.name} = {self.output(out, step.name + ''.join(f'[{p}]' for p in path), exact)}")
         lines.append(f"    del {step.name}")
         return lines
 
-    def output(self, out, value: str) -> str:
-        if out.name not in self.normalized:
+    def output(self, out, value: str, exact: bool) -> str:
+        if out.name not in self.normalized or exact:
             return value
         return f"_runtime.with_strides({value}, {_layout(out)})"
+
+
+def _plan_reuse(schedule: Schedule, meta: dict, dead_at: dict, views: "_Views") -> dict:
+    """New buffer -> a dead buffer of the same shape, strides and dtype that it takes over
+    (no allocation, no free: what memory planning buys). Only buffers kernels write are
+    taken over, and not one an extern read (its result may be a view of it)."""
+    viewed = {arg.buffer for step in schedule.steps if isinstance(step, ExternNode) and not _fresh_output(step)
+              for arg in extern_buffer_args(step)}
+    pool: dict = {}
+    reuse: dict = {}
+    for position, step in enumerate(schedule.steps):
+        if isinstance(step, KernelGroup):
+            for name in step.stores:
+                free = pool.get(meta[name])
+                if free:
+                    reuse[name] = free.pop()
+        for name in dead_at[position]:
+            if name in views.allocated and name not in viewed:
+                pool.setdefault(meta[name], []).append(name)
+    return reuse
+
+
+def _fresh_output(step: ExternNode) -> bool:
+    schema = getattr(step.target, "_schema", None)
+    return schema is not None and all(ret.alias_info is None for ret in schema.returns)
 
 
 def _constant(value) -> str:

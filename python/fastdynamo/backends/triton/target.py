@@ -46,6 +46,8 @@ class TritonTarget:
 
     options: TritonOptions = dataclasses.field(default_factory=TritonOptions.from_env)
     name: str = "triton"
+    channels_last: bool = False  # 2-d convolutions read channels-last inputs
+    choose: bool = False  # the default backend: kernels only where they pay (on a GPU)
 
     def renderer(self) -> TritonRenderer:
         return TritonRenderer(self.options.persistent_max, dict(self.options.config_overrides))
@@ -59,6 +61,9 @@ class TritonTarget:
 
     def process_wide(self, reason: str) -> bool:
         return reason == CPU_WITHOUT_INTERPRETER or reason == runtime.interpreter_mismatch()
+
+    def chooses(self, device: torch.device) -> bool:
+        return self.choose and device.type == "cuda"  # (in the interpreter they never pay)
 
     def key_parts(self, device: torch.device) -> tuple:
         import triton
