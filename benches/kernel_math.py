@@ -38,7 +38,7 @@ ROWS = {
     "log f64": ("fd_log(a[i])", "std::log(a[i])", torch.log, (1e-3, 100.0), "double"),
     "sigmoid f64": ("fd_sigmoid(a[i])", "1.0 / (1.0 + std::exp(-a[i]))", torch.sigmoid, (-10.0, 10.0),
                     "double"),
-    # fd_tanh(double) and fd_erf(double) are std:: (scalar)
+    # fd_erf(double) is std::erf (scalar)
     "tanh f64": ("fd_tanh(a[i])", "std::tanh(a[i])", torch.tanh, (-10.0, 10.0), "double"),
     "erf f64": ("fd_erf(a[i])", "std::erf(a[i])", torch.erf, (-5.0, 5.0), "double"),
 }

@@ -3,6 +3,7 @@
 
     PYTHONPATH=python python benches/models.py [--mode inference|train] [--calls N] [names...]
     PYTHONPATH=python python benches/models.py --dynamic [--repeats N] [names...]
+    PYTHONPATH=python python benches/models.py --backends default [--repeats N] [names...]
 
 For each model and system it prints the graphs and graph breaks (each system's own
 ``explain``), the first call's time (capture included) and the warm time per call as a
@@ -10,12 +11,14 @@ ratio to eager's, measured interleaved in this run. ``inference`` runs under
 ``torch.no_grad()``; ``train`` runs forward and ``loss.backward()`` in grad mode.
 ``--dynamic`` prints the dynamic-shape rows instead (``benches/dynamic_rows.py``):
 compilations over several batch sizes or sequence lengths, side by side with
-torch.compile, and the time of the second (dynamic) compilation.
+torch.compile, and the time of the second (dynamic) compilation. ``--backends default``
+prints the default backends' rows instead (``benches/default_rows.py``): Inductor and
+fastdynamo's C++ kernels, first calls with empty and warm disk caches (fresh processes),
+warm time, outputs against eager's.
 """
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import time
 import warnings
@@ -33,7 +36,9 @@ from tests.models.zoo import CASES, ModelCase  # noqa: E402
 import fastdynamo  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "benches"))
+import default_rows  # noqa: E402
 import dynamic_rows  # noqa: E402
+from bench_timing import interleaved, medians  # noqa: E402
 
 clock = time.perf_counter
 
@@ -84,14 +89,7 @@ def _warm_times(step: Callable, fns: dict[str, Callable], args: tuple, calls: in
                 rounds: int = 5) -> dict[str, float]:
     """Median per-call time of each function, the functions interleaved round by round so
     that the machine's noise falls on all of them alike."""
-    samples: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in range(rounds):
-        for name, fn in fns.items():
-            start = clock()
-            for _ in range(calls):
-                step(fn, args)
-            samples[name].append((clock() - start) / calls)
-    return {name: statistics.median(times) for name, times in samples.items()}
+    return medians(interleaved({name: (lambda fn=fn: step(fn, args)) for name, fn in fns.items()}, calls, rounds))
 
 
 def measure(case: ModelCase, mode: str, calls: int) -> dict[str, Any]:
@@ -118,13 +116,21 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--mode", choices=("inference", "train"), default="inference")
     parser.add_argument("--calls", type=int, default=20)
+    parser.add_argument("--backends", "--backend", choices=("eager", "default"), default="eager",
+                        help="eager: both with backend='eager' (this table); default: Inductor and "
+                             "fastdynamo's kernels, inference (benches/default_rows.py)")
     parser.add_argument("names", nargs="*")
     _add_dynamic_options(parser)
     options = parser.parse_args()
+    if options.backends == "default" and options.mode == "train":
+        parser.error("--backends default times inference only")
     warnings.filterwarnings("ignore")
     cases = [case for case in CASES if not options.names or case.name in options.names]
     if options.dynamic:
         dynamic_rows.print_rows(cases, options.repeats)
+        return
+    if options.backends == "default":
+        default_rows.print_rows(cases, options.repeats, options.calls)
         return
     print(f"mode: {options.mode}; backend='eager' for both; warm time / eager's, median of interleaved rounds")
     print("| model | torch.compile graphs/breaks | fastdynamo graphs/breaks | first call: torch.compile "
@@ -143,7 +149,9 @@ def _add_dynamic_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dynamic", action="store_true",
                         help="the dynamic-shape rows: compile counts over several sizes, 2nd compile time")
     parser.add_argument("--repeats", type=int, default=3,
-                        help="--dynamic: fresh runs per compiler; the best second call counts")
+                        help="--dynamic: fresh runs per compiler, the best second call counts; "
+                             "--backends default: fresh processes per first call with a warm disk "
+                             "cache (and the ATen path's), the best counts")
 
 
 if __name__ == "__main__":

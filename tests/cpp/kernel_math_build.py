@@ -68,8 +68,8 @@ def _binary(prefix: str, ctype: str, functions: dict[str, bool]) -> list[Kernel]
 
 
 TRANSCENDENTALS = ("exp", "exp2", "log", "log2", "sigmoid", "tanh", "erf", "sin", "cos")
-# double tanh/erf/sin/cos call std:: (scalar); everything else vectorizes
-DOUBLE_VECTORIZED = {"exp", "exp2", "log", "log2", "sigmoid"}
+# double erf/sin/cos call std:: (scalar); everything else vectorizes
+DOUBLE_VECTORIZED = {"exp", "exp2", "log", "log2", "sigmoid", "tanh"}
 COMPARISONS = ("maximum", "minimum")
 DIVISIONS = ("fmod", "remainder", "div_floor", "div_trunc")
 

@@ -26,25 +26,35 @@ def _slow(seconds: float):
 def test_choose_keeps_the_faster_callable(monkeypatch):
     monkeypatch.setenv(choice.VARIABLE, "measure")
     fast, slow = (lambda *args: None), _slow(0.002)
-    assert choice.choose(1, fast, slow, []).kernels
-    lost = choice.choose(1, slow, fast, [])
+    assert choice.choose(1, fast, lambda: slow, []).kernels
+    lost = choice.choose(1, slow, lambda: fast, [])
     assert not lost.kernels and lost.why.startswith("measured: kernels")
-    assert not choice.choose(0, fast, slow, []).kernels  # nothing to run: ATen ops
+    assert not choice.choose(0, fast, lambda: slow, []).kernels  # nothing to run: ATen ops
 
 
 def test_a_long_aten_run_is_not_measured(monkeypatch):
     monkeypatch.setenv(choice.VARIABLE, "measure")
     calls = []
-    result = choice.choose(2, lambda: calls.append("kernels"), _slow(choice.MEASURE_MAX_SECONDS * 1.5), [])
+    result = choice.choose(2, lambda: calls.append("kernels"), lambda: _slow(choice.MEASURE_MAX_SECONDS * 1.5), [])
     assert result.kernels and result.why.startswith("not measured") and calls == []
 
 
 def test_the_mode_is_checked(monkeypatch):
     monkeypatch.setenv(choice.VARIABLE, "sometimes")
     with pytest.raises(ValueError, match="FASTDYNAMO_KERNELS_CHOICE='sometimes'"):
-        choice.choose(1, lambda: None, lambda: None, [])
+        choice.choose(1, lambda: None, lambda: (lambda: None), [])
     monkeypatch.setenv(choice.VARIABLE, "aten")
-    assert not choice.choose(1, lambda: None, lambda: None, []).kernels
+    assert not choice.choose(1, lambda: None, lambda: (lambda: None), []).kernels
+
+
+def test_a_measured_choice_is_kept_for_the_next_time(monkeypatch, tmp_path):
+    monkeypatch.setenv(choice.VARIABLE, "measure")
+    kept = tmp_path / "module.choice.json"
+    first = choice.choose(1, lambda: None, lambda: _slow(0.002), [], kept)
+    assert first.kernels and kept.exists()
+    calls = []
+    again = choice.choose(1, lambda: calls.append(1), lambda: (lambda: calls.append(2)), [], kept)
+    assert again.kernels and calls == [] and again.why == f"{first.why}, in an earlier process"
 
 
 def chain(x):

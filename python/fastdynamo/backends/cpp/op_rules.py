@@ -97,6 +97,9 @@ _STORAGE_TYPES = {
 # Half types are stored as their bits and computed in float (opset.compute_dtype).
 LOAD_CONVERSIONS = {torch.bfloat16: "fd_to_float({0})", torch.float16: "fd_to_float({0})"}
 STORE_CONVERSIONS = {torch.bfloat16: "fd_float_to_bfloat16({0})", torch.float16: "fd_float_to_half({0})"}
+FLOAT_TO_INTEGER = {torch.int64: "fd_float_to_int64({0})", torch.int32: "fd_float_to_int32({0})",
+                    torch.int16: "fd_float_to_int16({0})", torch.int8: "fd_float_to_int8({0})",
+                    torch.uint8: "fd_float_to_uint8({0})"}
 ROUNDINGS = {torch.bfloat16: "fd_to_float(fd_float_to_bfloat16({0}))", torch.float16: "fd_to_float(fd_float_to_half({0}))"}
 
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 
@@ -36,6 +36,7 @@ from ..kernels import indexing, sizes
 from ..kernels.fusion import KernelGroup, Schedule, group_loads, reduction_depths
 from ..kernels.ir import Constant, IndexValue, Load, Op, PointwiseNode, ReductionNode, SizeValue
 from ..kernels.opset import PointwiseOp, ReductionType, accumulator_dtype, compute_dtype, reduction_identity
+from ..kernels.scope import Scope
 from ..kernels.target import RenderedKernel
 from . import op_rules, sizes_cpp
 from .op_rules import compute_type, cpp_type, render_literal
@@ -58,25 +59,6 @@ class _Value:
     text: str
     dtype: torch.dtype  # the compute dtype the value is held in
     literal: bool = False
-
-
-@dataclass
-class _Scope:
-    indent: str
-    parent: "_Scope | None" = None
-    lines: list = field(default_factory=list)
-    cache: dict = field(default_factory=dict)
-
-    def lookup(self, key):
-        scope: _Scope | None = self
-        while scope is not None:
-            if key in scope.cache:
-                return scope.cache[key]
-            scope = scope.parent
-        return None
-
-    def child(self) -> "_Scope":
-        return _Scope(self.indent + "    ", self)
 
 
 class _KernelWriter:
@@ -126,7 +108,7 @@ class _KernelWriter:
         return indexing.substitute(expr, self.nest[2])
 
     # ---- values ------------------------------------------------------------------------
-    def emit(self, scope: _Scope, key, text: str, dtype: torch.dtype) -> _Value:
+    def emit(self, scope: Scope, key, text: str, dtype: torch.dtype) -> _Value:
         cached = scope.lookup(key)
         if cached is not None:
             return cached
@@ -137,19 +119,22 @@ class _KernelWriter:
         scope.cache[key] = value
         return value
 
-    def convert(self, scope: _Scope, value: _Value, dtype: torch.dtype) -> _Value:
+    def convert(self, scope: Scope, value: _Value, dtype: torch.dtype) -> _Value:
         target = compute_dtype(dtype)
         if value.dtype == target:
             return value
         if target == torch.bool:
             text = f"({value.text} != 0)"
+        elif value.dtype.is_floating_point and target in op_rules.FLOAT_TO_INTEGER:
+            # as tensor.to(int) does it: in range truncated, else what ATen's x86 code gives
+            text = op_rules.FLOAT_TO_INTEGER[target].format(value.text)
         else:
             text = f"static_cast<{compute_type(target)}>({value.text})"
         if value.literal:
             return _Value(text, target, True)
         return self.emit(scope, ("convert", value.text, target), text, target)
 
-    def value(self, scope: _Scope, expr, var_map: dict) -> _Value:
+    def value(self, scope: Scope, expr, var_map: dict) -> _Value:
         if isinstance(expr, Constant):
             return _Value(render_literal(expr.value, expr.dtype), compute_dtype(expr.dtype), True)
         if isinstance(expr, IndexValue):
@@ -165,7 +150,7 @@ class _KernelWriter:
             return self.operation(scope, expr, var_map)
         raise TypeError(f"cannot render {expr!r}")
 
-    def operation(self, scope: _Scope, op: Op, var_map: dict) -> _Value:
+    def operation(self, scope: Scope, op: Op, var_map: dict) -> _Value:
         args = [self.value(scope, arg, var_map) for arg in op.args]
         if op.name is PointwiseOp.CAST:
             return self.cast(scope, args[0], op.params[0])
@@ -178,7 +163,7 @@ class _KernelWriter:
         return self.emit(scope, (op.name, tuple(a.text for a in args), result),
                          f"static_cast<{compute_type(result)}>({expression})", result)
 
-    def cast(self, scope: _Scope, value: _Value, target: torch.dtype) -> _Value:
+    def cast(self, scope: Scope, value: _Value, target: torch.dtype) -> _Value:
         if target in op_rules.ROUNDINGS and value.dtype != target:
             # round through the narrow type: an explicit cast loses what ATen loses
             widened = self.convert(scope, value, torch.float32)
@@ -186,7 +171,7 @@ class _KernelWriter:
             return self.emit(scope, ("round", widened.text, target), text, torch.float32)
         return self.convert(scope, value, target)
 
-    def load(self, scope: _Scope, load: Load, var_map: dict) -> _Value:
+    def load(self, scope: Scope, load: Load, var_map: dict) -> _Value:
         index = tuple(indexing.substitute(e, var_map) for e in load.index)
         node = self.nodes.get(load.buffer)
         if load.buffer in self.members and isinstance(node, PointwiseNode):
@@ -208,7 +193,7 @@ class _KernelWriter:
             self.params.append(buffer)
 
     # ---- stores ------------------------------------------------------------------------
-    def store(self, scope: _Scope, name: str) -> None:
+    def store(self, scope: Scope, name: str) -> None:
         node = self.nodes[name]
         if isinstance(node, ReductionNode):
             value = self.reduction_values[name]
@@ -224,7 +209,7 @@ class _KernelWriter:
         scope.lines.append(f"{scope.indent}{name}[{indexing.render(offset, sizes_cpp.SPELLING)}] = {text};")
 
     # ---- reductions --------------------------------------------------------------------
-    def begin_reduction(self, before: _Scope, node: ReductionNode) -> tuple:
+    def begin_reduction(self, before: Scope, node: ReductionNode) -> tuple:
         acc_dtype = accumulator_dtype(node.reduction_type, node.body.dtype, node.dtype)
         identity = render_literal(reduction_identity(node.reduction_type, acc_dtype), acc_dtype)
         acc = f"acc_{node.name}"
@@ -244,7 +229,7 @@ class _KernelWriter:
         vectorized = not rule.with_index and acc_dtype != torch.bool
         return acc, acc_dtype, clauses, vectorized
 
-    def accumulate(self, loop: _Scope, node: ReductionNode, acc: str, acc_dtype: torch.dtype, row_index: str) -> None:
+    def accumulate(self, loop: Scope, node: ReductionNode, acc: str, acc_dtype: torch.dtype, row_index: str) -> None:
         value = self.convert(loop, self.value(loop, node.body, self.group.var_map(node)), acc_dtype)
         v, pad, rule = value.text, loop.indent, node.reduction_type
         if rule is ReductionType.SUM:
@@ -260,7 +245,7 @@ class _KernelWriter:
             nan_wins = f" || ({v} != {v} && {acc} == {acc})" if acc_dtype.is_floating_point else ""
             loop.lines.append(f"{pad}if ({v} {better} {acc}{nan_wins}) {{ {acc} = {v}; {acc}_index = {row_index}; }}")
 
-    def finish_reduction(self, after: _Scope, node: ReductionNode, acc: str, acc_dtype: torch.dtype) -> None:
+    def finish_reduction(self, after: Scope, node: ReductionNode, acc: str, acc_dtype: torch.dtype) -> None:
         rule = node.reduction_type
         if rule.with_index:
             text, dtype = f"{acc}_index", torch.int64
@@ -271,7 +256,7 @@ class _KernelWriter:
         self.reduction_values[node.name] = self.emit(after, ("reduced", node.name), text, dtype)
 
     # ---- the function ------------------------------------------------------------------
-    def loop_lines(self, scope: _Scope, loops: list, body, inner_pragma: str, outer_pragma: str | None) -> None:
+    def loop_lines(self, scope: Scope, loops: list, body, inner_pragma: str, outer_pragma: str | None) -> None:
         """Nested ``for`` loops over ``loops`` (outermost first) around ``body(scope)``;
         ``inner_pragma`` on the innermost loop, ``outer_pragma`` on the outermost."""
         if not loops:
@@ -279,7 +264,7 @@ class _KernelWriter:
             return
         self._loop(scope, loops, 0, body, inner_pragma, outer_pragma)
 
-    def _loop(self, scope: _Scope, loops: list, position: int, body, inner_pragma: str,
+    def _loop(self, scope: Scope, loops: list, position: int, body, inner_pragma: str,
               outer_pragma: str | None) -> None:
         var = loops[position]
         innermost = position == len(loops) - 1
@@ -312,18 +297,18 @@ class _KernelWriter:
 
     def render(self) -> CppKernel:
         x_loops, r_loops, _ = self.nest
-        top = _Scope("    ")
+        top = Scope("    ")
         if self.group.kind == "pointwise":
             self.loop_lines(top, x_loops, self.pointwise_body, "#pragma omp simd", self.parallel_pragma(x_loops))
         else:
             self.loop_lines(top, x_loops, self.reduction_body, "", self.parallel_pragma(x_loops))
         return self.finish(top)
 
-    def pointwise_body(self, scope: _Scope) -> None:
+    def pointwise_body(self, scope: Scope) -> None:
         for name in self.group.stores:
             self.store(scope, name)
 
-    def reduction_body(self, outer: _Scope) -> None:
+    def reduction_body(self, outer: Scope) -> None:
         _, r_loops, _ = self.nest
         depth = reduction_depths(self.group, self.nodes)
         final_pass = max(depth.values(), default=0)
@@ -342,7 +327,7 @@ class _KernelWriter:
             vectorized = all(entry[-1] for entry in started)
             pragma = f"#pragma omp simd {clauses}".rstrip() if vectorized else ""
 
-            def body(loop: _Scope, started=started, stores=stores) -> None:
+            def body(loop: Scope, started=started, stores=stores) -> None:
                 for node, acc, acc_dtype, _clauses, _vec in started:
                     self.accumulate(loop, node, acc, acc_dtype, row_index)
                 for name in stores:
@@ -354,7 +339,7 @@ class _KernelWriter:
         for name in row_stores:
             self.store(outer, name)
 
-    def finish(self, top: _Scope) -> CppKernel:
+    def finish(self, top: Scope) -> CppKernel:
         body = "\n".join(top.lines)
         used = [name for name in self.size_names if re.search(rf"\b{name}\b", body)]
         lines = [f"extern \"C\" void {self.group.name}(void* const* fd_buffers, const int64_t* fd_sizes) {{"]
@@ -387,6 +372,8 @@ class CppRenderer:
         return _KernelWriter(schedule, group).render()
 
     def kernel_section(self, kernels: list) -> str:
+        if not kernels:
+            return "# no kernels: nothing to compile\n"
         source = "\n".join(kernel.source for kernel in kernels)
         lines = [f"SOURCE = r'''\n{source}'''\n", "_library = _cpp_runtime.load(SOURCE)"]
         meta_lines = []

@@ -40,6 +40,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Mapping
 
+from . import toolchain_cache
 from .cxx import Compiler, ToolchainUnavailable, find_compiler, trim
 from .isa import (
     LEVELS,
@@ -157,13 +158,19 @@ def toolchain() -> Toolchain:
     with _LOCK:
         if _CURRENT is None:
             try:
-                _CURRENT = discover()
+                _CURRENT = toolchain_cache.load(os.environ) or _discover_and_keep()
             except ToolchainUnavailable as err:
                 _CURRENT = err.reason
         if isinstance(_CURRENT, str):
             # A new exception each time: re-raising one object grows its traceback.
             raise ToolchainUnavailable(_CURRENT)
         return _CURRENT
+
+
+def _discover_and_keep() -> Toolchain:
+    found = discover()
+    toolchain_cache.store(os.environ, found)
+    return found
 
 
 def discover(environ: Mapping[str, str] = os.environ) -> Toolchain:

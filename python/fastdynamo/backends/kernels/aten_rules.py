@@ -188,6 +188,19 @@ def lower_pow_scalar(lowering, node, meta, base, exponent) -> TensorValue:
     return pointwise_node(lowering, meta, build)
 
 
+def converted_copy(lowering, meta, source: TensorValue) -> TensorValue:
+    """A pointwise node of ``meta``'s shape holding ``source`` (broadcast) in ``meta``'s
+    dtype: the value of casts, clones, copies and a cat of one non-empty input."""
+
+    def build(operand, _vars):
+        value = operand(source)
+        if source.dtype == meta.dtype:
+            return Op(PointwiseOp.IDENTITY, (value,), meta.dtype, meta.dtype)
+        return Op(PointwiseOp.CAST, (value,), meta.dtype, None, (meta.dtype,))
+
+    return pointwise_node(lowering, meta, build)
+
+
 def lower_cast(lowering, node, meta, value, dtype=None, **kwargs) -> TensorValue:
     device = kwargs.pop("device", None)
     kwargs.pop("memory_format", None)
@@ -198,14 +211,7 @@ def lower_cast(lowering, node, meta, value, dtype=None, **kwargs) -> TensorValue
         raise NoLowering("copy to another device")
     if not isinstance(value, TensorValue):
         raise NoLowering("cast of a non-tensor")
-
-    def build(operand, _vars):
-        x = operand(value)
-        if meta.dtype == value.dtype:
-            return Op(PointwiseOp.IDENTITY, (x,), meta.dtype, meta.dtype)
-        return Op(PointwiseOp.CAST, (x,), meta.dtype, None, (meta.dtype,))
-
-    return pointwise_node(lowering, meta, build)
+    return converted_copy(lowering, meta, value)
 
 
 def lower_clone(lowering, node, meta, value, memory_format=None) -> TensorValue:
@@ -217,14 +223,7 @@ def lower_copy(lowering, node, meta, destination, source, non_blocking=False) ->
     converted to its dtype (what ``copy_`` leaves in it); the destination's values unread."""
     if not isinstance(source, TensorValue):
         raise NoLowering("copy from a non-tensor")
-
-    def build(operand, _vars):
-        value = operand(source)
-        if source.dtype == meta.dtype:
-            return Op(PointwiseOp.IDENTITY, (value,), meta.dtype, meta.dtype)
-        return Op(PointwiseOp.CAST, (value,), meta.dtype, None, (meta.dtype,))
-
-    return pointwise_node(lowering, meta, build)
+    return converted_copy(lowering, meta, source)
 
 
 def lower_empty(lowering, node, meta, *args, **kwargs) -> TensorValue:
@@ -294,15 +293,7 @@ def lower_cat(lowering, node, meta, tensors, dim=0) -> TensorValue:
     kept = [t for t in tensors if not (isinstance(t, TensorValue) and _statically_empty(t.shape))]
     if len(kept) != 1 or not isinstance(kept[0], TensorValue) or tuple(kept[0].shape) != lowering.shape_of(meta):
         raise NoLowering("cat of several non-empty inputs")
-    source = kept[0]
-
-    def build(operand, _vars):
-        value = operand(source)
-        if source.dtype == meta.dtype:
-            return Op(PointwiseOp.IDENTITY, (value,), meta.dtype, meta.dtype)
-        return Op(PointwiseOp.CAST, (value,), meta.dtype, None, (meta.dtype,))
-
-    return pointwise_node(lowering, meta, build)
+    return converted_copy(lowering, meta, kept[0])
 
 
 def _statically_empty(shape: tuple) -> bool:

@@ -12,8 +12,9 @@ callables compute eager's values):
   unmeasured: what they fuse is then a small share, and measuring would cost seconds);
   ``kernels`` always keeps them (the test suite, for determinism), ``aten`` never does.
 
-The measurement runs the graph a few times with torch's random state saved and
-restored; kernels never write their inputs, and graphs that write to an input or draw
+A measured choice is kept beside the generated module (``<key>.choice.json``), so a later
+process with a warm cache decides the same way without measuring again. The measurement
+runs the graph a few times with torch's random state saved and restored; kernels never write their inputs, and graphs that write to an input or draw
 random numbers never get kernels, so running them is invisible to the program.
 
 >>> Choice(True, "measured: kernels 12.0 us, ATen ops 30.0 us").kernels
@@ -21,9 +22,12 @@ True
 """
 from __future__ import annotations
 
+import json
 import os
+import tempfile
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
 import torch
@@ -50,14 +54,45 @@ def mode() -> str:
     return value
 
 
-def choose(kernel_count: int, kernels: Callable[..., Any], aten: Callable[..., Any], inputs: list) -> Choice:
+def choose(kernel_count: int, kernels: Callable[..., Any], aten: Callable[..., Any], inputs: list,
+           kept: Path | None = None) -> Choice:
     """The choice for a module with ``kernel_count`` kernels whose forward is ``kernels``,
-    against the graph's ATen ops ``aten``, on ``inputs`` (see the module docstring)."""
+    against the graph's ATen ops ``aten`` (a callable making them), on ``inputs``; ``kept``:
+    where a measured choice is kept for later processes (see the module docstring)."""
     if kernel_count == 0:
         return Choice(False, "no kernels: every op is an ATen call")
     selected = mode()
     if selected != "measure":
         return Choice(selected == "kernels", f"{VARIABLE}={selected}")
+    remembered = _read(kept)
+    if remembered is not None:
+        return remembered
+    choice = _measure(kernels, aten(), inputs)
+    _write(kept, choice)
+    return choice
+
+
+def _read(path: Path | None) -> Choice | None:
+    try:
+        data = json.loads(path.read_text()) if path is not None and path.exists() else None
+        return Choice(bool(data["kernels"]), f"{data['why']}, in an earlier process") if data else None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _write(path: Path | None, choice: Choice) -> None:
+    if path is None:
+        return
+    try:
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+        with os.fdopen(handle, "w") as file:
+            json.dump({"kernels": choice.kernels, "why": choice.why}, file)
+        os.replace(temporary, path)
+    except OSError:
+        pass  # kept or not, the choice holds for this process
+
+
+def _measure(kernels: Callable[..., Any], aten: Callable[..., Any], inputs: list) -> Choice:
     devices = [t.device for t in inputs if isinstance(t, torch.Tensor) and t.device.type == "cuda"]
     with torch.random.fork_rng(devices=devices), torch.no_grad():
         aten_first = _seconds(aten, inputs)

@@ -258,9 +258,10 @@ class CompiledGraph:
         attributes = attribute_values(self.gm, self.attribute_names)
         if not self.target.chooses(device):
             return Choice(True, "the kernels, as the backend was asked for")
-        aten = aten_forward(self.gm, "measured")
-        return choose(module.KERNEL_COUNT, lambda *args: module.forward(*args, *attributes), aten,
-                      list(example_inputs))
+        file = getattr(module, "__file__", None)
+        kept = Path(file).with_suffix(".choice.json") if file else None
+        return choose(module.KERNEL_COUNT, lambda *args: module.forward(*args, *attributes),
+                      lambda: aten_forward(self.gm, "measured"), list(example_inputs), kept)
 
     def _key_prefix(self, tensors: list) -> tuple:
         """The parts of a cache key that do not depend on the inputs."""

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 
@@ -31,6 +31,7 @@ from ..kernels import indexing, sizes
 from ..kernels.fusion import KernelGroup, Schedule, reduction_depths
 from ..kernels.ir import Constant, IndexValue, Load, Op, PointwiseNode, ReductionNode, SizeValue
 from ..kernels.opset import PointwiseOp, accumulator_dtype, compute_dtype, reduction_identity
+from ..kernels.scope import Scope
 from ..kernels.target import RenderedKernel
 from . import templates
 from .op_rules import COMBINE_HELPERS, REDUCTION_RULES, pointwise_rule, render_literal, triton_dtype
@@ -50,22 +51,6 @@ class _Value:
     text: str
     dtype: torch.dtype
     constant: float | None = None  # the Python value when the text is a literal
-
-
-@dataclass
-class _Scope:
-    indent: str
-    parent: "_Scope | None" = None
-    lines: list = field(default_factory=list)
-    cache: dict = field(default_factory=dict)
-
-    def lookup(self, key):
-        scope = self
-        while scope is not None:
-            if key in scope.cache:
-                return scope.cache[key]
-            scope = scope.parent
-        return None
 
 
 INT32_LIMIT = 2**31 - 1
@@ -95,7 +80,7 @@ class _KernelRenderer:
         return not all(sizes.provably_le(extent, INT32_LIMIT) for extent in extents)
 
     # ---- expressions -------------------------------------------------------------------
-    def emit(self, scope: _Scope, key, text: str, dtype: torch.dtype) -> _Value:
+    def emit(self, scope: Scope, key, text: str, dtype: torch.dtype) -> _Value:
         cached = scope.lookup(key)
         if cached is not None:
             return cached
@@ -106,7 +91,7 @@ class _KernelRenderer:
         scope.cache[key] = value
         return value
 
-    def convert(self, scope: _Scope, value: _Value, dtype: torch.dtype) -> _Value:
+    def convert(self, scope: Scope, value: _Value, dtype: torch.dtype) -> _Value:
         target = compute_dtype(dtype)
         if value.dtype == target:
             return value
@@ -115,7 +100,7 @@ class _KernelRenderer:
         text = f"({value.text} != 0)" if target == torch.bool else f"{value.text}.to({triton_dtype(target)})"
         return self.emit(scope, ("convert", value.text, target), text, target)
 
-    def value(self, scope: _Scope, expr, var_map: dict) -> _Value:
+    def value(self, scope: Scope, expr, var_map: dict) -> _Value:
         if isinstance(expr, Constant):
             dtype = compute_dtype(expr.dtype)
             return _Value(render_literal(expr.value, dtype), dtype, expr.value)
@@ -137,7 +122,7 @@ class _KernelRenderer:
             return self.operation(scope, expr, var_map)
         raise TypeError(f"cannot render {expr!r}")
 
-    def operation(self, scope: _Scope, op: Op, var_map: dict) -> _Value:
+    def operation(self, scope: Scope, op: Op, var_map: dict) -> _Value:
         args = [self.value(scope, arg, var_map) for arg in op.args]
         result_dtype = compute_dtype(op.dtype)
         if op.name is PointwiseOp.CAST:
@@ -154,7 +139,7 @@ class _KernelRenderer:
         text = rule.template.format(*(a.text for a in args))
         return self.emit(scope, text, text, result_dtype)
 
-    def cast(self, scope: _Scope, value: _Value, target: torch.dtype) -> _Value:
+    def cast(self, scope: Scope, value: _Value, target: torch.dtype) -> _Value:
         if value.constant is not None:
             folded = torch.tensor(value.constant).to(target).item()
             return _Value(render_literal(folded, compute_dtype(target)), compute_dtype(target), folded)
@@ -167,7 +152,7 @@ class _KernelRenderer:
             return self.emit(scope, text, text, torch.float32)
         return self.convert(scope, value, target)
 
-    def load(self, scope: _Scope, load: Load, var_map: dict) -> _Value:
+    def load(self, scope: Scope, load: Load, var_map: dict) -> _Value:
         index = tuple(indexing.substitute(e, var_map) for e in load.index)
         node = self.nodes.get(load.buffer)
         if load.buffer in self.members and isinstance(node, PointwiseNode):
@@ -204,7 +189,7 @@ class _KernelRenderer:
             self.params.append(buffer)
 
     # ---- reductions ------------------------------------------------------------------------
-    def reduction_value(self, scope: _Scope, node: ReductionNode) -> _Value:
+    def reduction_value(self, scope: Scope, node: ReductionNode) -> _Value:
         if node.name in self.reduction_values:
             return self.reduction_values[node.name]
         if self.template == "looped_reduction":
@@ -224,7 +209,7 @@ class _KernelRenderer:
         self.reduction_values[node.name] = result
         return result
 
-    def looped_reduction(self, before: _Scope, loop: _Scope, after: _Scope, node: ReductionNode) -> None:
+    def looped_reduction(self, before: Scope, loop: Scope, after: Scope, node: ReductionNode) -> None:
         rule = REDUCTION_RULES[node.reduction_type]
         acc_dtype = accumulator_dtype(node.reduction_type, _body_dtype(node), node.dtype)
         identity = render_literal(reduction_identity(node.reduction_type, acc_dtype), acc_dtype)
@@ -247,7 +232,7 @@ class _KernelRenderer:
         self.reduction_values[node.name] = self.emit(after, ("reduced", node.name), finish, result_dtype)
 
     # ---- stores and layout ---------------------------------------------------------------
-    def store(self, scope: _Scope, name: str) -> None:
+    def store(self, scope: Scope, name: str) -> None:
         node = self.nodes[name]
         if isinstance(node, ReductionNode):
             value = self.reduction_value(scope, node)
@@ -292,14 +277,14 @@ class _KernelRenderer:
                             self.template)
 
     def _body_pointwise(self) -> str:
-        scope = _Scope("    ")
+        scope = Scope("    ")
         scope.lines += self.index_lines("    ", "xindex", self.group.full_shape, "x", self.xnumel)
         for name in self.group.stores:
             self.store(scope, name)
         return "\n".join(scope.lines)
 
     def _body_persistent_reduction(self) -> str:
-        scope = _Scope("    ")
+        scope = Scope("    ")
         scope.lines += self.index_lines("    ", "xindex", self.group.x_shape, "x", self.xnumel)
         scope.lines += self.index_lines("    ", "rindex", self.group.r_shape, "r", self.rnumel)
         for name in self.group.stores:
@@ -307,7 +292,7 @@ class _KernelRenderer:
         return "\n".join(scope.lines)
 
     def _body_looped_reduction(self) -> str:
-        outer = _Scope("    ")
+        outer = Scope("    ")
         outer.lines += self.index_lines("    ", "xindex", self.group.x_shape, "x", self.xnumel)
         depth = reduction_depths(self.group, self.nodes)
         final_pass = max(depth.values(), default=0)
@@ -319,9 +304,9 @@ class _KernelRenderer:
             stores = [n for n in full_stores if depth[n] == pass_number]
             if not reductions and not stores:
                 continue
-            loop = _Scope("        ", parent=outer)
+            loop = Scope("        ", parent=outer)
             loop.lines += self.index_lines("        ", "rindex", self.group.r_shape, "r", self.rnumel)
-            after = _Scope("    ", parent=outer)
+            after = Scope("    ", parent=outer)
             for node in reductions:
                 self.looped_reduction(outer, loop, after, node)
             for name in stores:
