@@ -10,18 +10,8 @@ shapes that exist. A step eager refuses (``abs`` on bool, ``mean`` of int64) eit
 the program, which then expects compiled code to raise the same exception type, or is
 dropped. The steps' vocabulary is :mod:`program_steps`.
 
-Where eager's own answer is not a rule, :func:`run_eager` says so (``unspecified``
-positions): ATen's ``maximum``/``minimum`` of a ``+0.0``/``-0.0`` pair return the first
-operand on its scalar path and the second on its vectorized one, so the sign depends on
-the element's position in the row (our kernels return the second, as the vectorized path
-does); ``amax``/``amin`` of a row holding both zeros return either, by path; and a float
-cast to an integer type is undefined for NaN, ±inf and values out of the type's range
-(torch documents it so; C++ too, and g++ folds ``(float)(int64_t)x`` to ``truncf(x)``).
-Those positions, and every position computed from them (a later reciprocal turns a
-zero's sign into an infinity), are left out of the comparison; every other position is
-held exactly. :func:`run_eager` also gives each output's working precision: the least
-precise float dtype it was computed through (an ``float64`` mean of ``float32`` values is
-only as good as ``float32``).
+What eager's results leave open (the sign of a zero where ATen's paths disagree, a value
+an ulp decides) and how precise and exact each value is: :mod:`eager_rules`.
 """
 from __future__ import annotations
 
@@ -35,6 +25,7 @@ import torch
 import torch.nn.functional as F
 from hypothesis import strategies as st
 
+import eager_rules
 import program_steps
 from program_steps import Draft, Value
 
@@ -197,8 +188,9 @@ def evaluate(name: str, draft: Draft, values: dict) -> Value:
         warnings.simplefilter("ignore", UserWarning)  # var() with no degrees of freedom
         tensor = eval(draft.code, scope)
     operands = [values[key] for key in draft.operands]
-    precision = program_steps.least_precise([tensor.dtype, *(v.precision for v in operands)])
-    return Value(name, tensor, program_steps.unspecified_of(draft, operands, tensor, scope), precision)
+    precision = eager_rules.least_precise([tensor.dtype, *(v.precision for v in operands)])
+    return Value(name, tensor, eager_rules.unspecified_of(draft, operands, tensor, scope), precision,
+                 eager_rules.result_is_exact(draft, operands, tensor))
 
 
 # ---- drawing ---------------------------------------------------------------------------------
@@ -259,7 +251,6 @@ def draw_steps(draw, specs: tuple, inputs_by_size: list, max_steps: int, dynamic
     varying = {v.name for v in pools[0] if len({pool[int(v.name[1:])].tensor.shape for pool in pools}) > 1}
     steps: list[Step] = []
     refused = False
-    truncated: set = set()  # integers cast from floats in (-1, 0) (open bug F)
     for _ in range(draw(st.integers(min(2, max_steps), max_steps))):
         draft = program_steps.draw_step(draw, pools[0], dynamic).with_operands({v.name: v for v in pools[0]})
         name = f"v{len(pools[0])}"
@@ -275,13 +266,8 @@ def draw_steps(draw, specs: tuple, inputs_by_size: list, max_steps: int, dynamic
             continue
         first_operands = [pool[int(draft.operands[0][1:])].tensor for pool in pools] if draft.operands else []
         scope = {**NAMESPACE, **{v.name: v.tensor for v in pools[0]}}
-        draft = draft.with_result(values[0].tensor, first_operands, scope)
-        if program_steps.truncates_a_negative_fraction(draft, first_operands, values[0].tensor) or (
-                draft.effect == "view" and truncated & set(draft.operands)):
-            truncated.add(name)
-        elif truncated & set(draft.operands) and values[0].tensor.dtype.is_floating_point:
-            draft = replace(draft, open_bugs=draft.open_bugs | {"F"})
-        steps.append(Step(name, draft))
+        bugs = eager_rules.open_bugs_of(draft, values[0].tensor, first_operands, scope)
+        steps.append(Step(name, replace(draft, empty=values[0].tensor.numel() == 0, open_bugs=bugs)))
         if varying & set(draft.operands):
             varying.add(name)
         for pool, value in zip(pools, values, strict=True):

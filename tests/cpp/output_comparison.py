@@ -11,8 +11,7 @@ The rules (:func:`assert_output_matches`):
   precise one on the way), NaN exactly where the expected value has NaN
   (``equal_nan``), and where both are zero, the same sign bit;
 * unspecified positions (:mod:`generated_programs`: a ``+0.0``/``-0.0`` tie of
-  maximum/minimum/amax/amin, a float out of an integer type's range cast to it, or a
-  value computed from one) are left out of the value and sign checks; every other
+  maximum/minimum/amax/amin, or a value computed from one) are left out of the value and sign checks; every other
   position is held to them.
 
 Half-type results are compared with eager run on float32 copies of the half inputs and
@@ -25,7 +24,7 @@ from __future__ import annotations
 import torch
 
 from kernel_targets import TOLERANCES
-from program_steps import least_precise, significant_strides
+from eager_rules import least_precise, significant_strides
 
 
 def assert_output_matches(actual, expected: torch.Tensor, reference: torch.Tensor | None = None,

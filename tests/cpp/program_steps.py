@@ -1,14 +1,15 @@
 """The vocabulary of generated programs (:mod:`generated_programs`): one drawer per kind of
 step, each returning a :class:`Draft` (the step's source and how its result relates to
-its operands), and :func:`unspecified_of`, which follows the positions where eager's
-value is not a rule (see :mod:`generated_programs`) through a step.
+its operands and how exact it is). What eager's results do and do not determine is
+:mod:`eager_rules`.
 
 Kinds: unary math (exp/log/tanh/sigmoid/erf/sqrt/rsqrt/sin/cos/abs/neg/relu/...), binary
 arithmetic with tensors, 0-d tensors or Python scalars on either side, maximum/minimum,
 comparisons, logical ops, where, clamp (scalar bounds with NaN, ±0, ±inf, or tensor
 bounds), casts, pow by 2/3/0.5/-1/-0.5, integer ``//``/``%``/trunc division by nonzero
 constants (negative too), reductions (sum/amax/amin/mean/var/argmax/argmin over any dims,
-keepdim or not), softmax/log_softmax/layer norm, and views (reshape, view, flatten,
+keepdim or not, sum/mean with a ``dtype``), softmax/log_softmax (with a ``dtype`` too) and
+layer norm, and views (reshape, view, flatten,
 permute, transpose, t, unsqueeze, squeeze, slices with steps and offsets, select,
 expand, contiguous). ``dynamic`` programs draw only steps whose source holds at every
 size (``reshape(-1)``, ``expand(2, -1)``, slices by small constants, ``x.shape[-1:]``).
@@ -16,12 +17,10 @@ size (``reshape(-1)``, ``expand(2, -1)``, slices by small constants, ``x.shape[-
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass, replace
 
 import torch
 from hypothesis import strategies as st
-from torch._subclasses.fake_tensor import FakeTensorMode
 
 
 @dataclass(frozen=True)
@@ -34,16 +33,16 @@ class Value:
     tensor: torch.Tensor
     unspecified: torch.Tensor | None
     precision: torch.dtype | None = None
+    exact: bool = True  # every correct implementation gives these bits (eager_rules.result_is_exact)
 
 
 @dataclass(frozen=True)
 class Draft:
     """A step's source and what the tests need to know of it.
 
-    ``effect`` says how unspecified positions flow (:func:`unspecified_of`):
+    ``effect`` says how unspecified positions flow (:func:`eager_rules.unspecified_of`):
     ``pointwise`` (from the operands, broadcast), ``tie`` (maximum/minimum: also where the
-    operands are a ``+0.0``/``-0.0`` pair), ``cast`` (also a float out of an integer
-    type's range), ``reduce`` over ``dims`` (None: all) and ``tie_reduce`` (amax/amin:
+    operands are a ``+0.0``/``-0.0`` pair), ``cast``, ``reduce`` over ``dims`` (None: all) and ``tie_reduce`` (amax/amin:
     also a zero result of a row holding both zeros), ``row`` (softmax, layer norm: a row
     with one is unspecified throughout), ``view`` (the same view of them).
     ``lowers``: the kernel IR has a lowering for this op (not a view, not an extern)."""
@@ -54,21 +53,27 @@ class Draft:
     lowers: bool = True
     dims: tuple | None = None
     keepdim: bool = False
+    rounding: str = "exact"  # ROUNDINGS
+    # where the result jumps with its operand: ("integer", x) floor/ceil/a cast to an
+    # integer type, ("zero", x) a cast to bool, ("compare", a, b) a comparison; sources
+    discontinuity: tuple | None = None
     empty: bool = False  # its result has no elements (set once it ran)
     operand_meta: tuple = ()  # (shape, dtype) of each operand, when drawn
+    open_bugs: frozenset = frozenset()  # the open bugs this step meets (eager_rules.OPEN_BUG_CHECKS)
 
     def with_operands(self, values: dict) -> "Draft":
         return replace(self, operand_meta=tuple((tuple(values[name].tensor.shape), values[name].tensor.dtype)
                                                 for name in self.operands))
 
-    open_bugs: frozenset = frozenset()  # open bugs this step meets (OPEN_BUG_CHECKS)
 
-    def with_result(self, tensor: torch.Tensor, operands_by_size: list, scope: dict) -> "Draft":
-        """Once it ran: ``tensor`` (at the first size), its first operand at each size and
-        the values it read (``scope``, at the first size)."""
-        bugs = frozenset(letter for letter, check in OPEN_BUG_CHECKS.items()
-                         if check(self, tensor, operands_by_size, scope))
-        return replace(self, empty=tensor.numel() == 0, open_bugs=bugs)
+# How a step's float result relates to exact operands: "exact" (a selection, a sign, a
+# view, a conversion: the same bits anywhere), "rounded" (one IEEE rounding in the result
+# dtype: the same bits for float32/float64 results, not for half types, which kernels
+# compute in float32), "approximate" (transcendental functions, sums: an ulp or so).
+ROUNDINGS = ("exact", "rounded", "approximate")
+EXACT_UNARY = frozenset({"abs", "neg", "relu", "floor", "ceil", "logical_not", "isnan"})
+ROUNDED_UNARY = frozenset({"sqrt", "reciprocal"})
+ROUNDED_POWERS = frozenset({2, 0.5, -1})  # x * x, sqrt, 1 / x
 
 
 SCALARS = (2, -3, 0, 1, 0.5, -1.5, 0.0, -0.0, math.inf, -math.inf, math.nan, True)
@@ -149,14 +154,16 @@ def draw_unary(draw, pool, dynamic):
     a = pick(draw, pool)
     op = draw(st.sampled_from(UNARY))
     form = draw(st.sampled_from(["torch.{op}({a})", "{a}.{op}()"] + (["-{a}"] if op == "neg" else [])))
-    return Draft(form.format(op=op, a=a.name), (a.name,))
+    rounding = "exact" if op in EXACT_UNARY else "rounded" if op in ROUNDED_UNARY else "approximate"
+    jump = ("integer", a.name) if op in ("floor", "ceil") else None
+    return Draft(form.format(op=op, a=a.name), (a.name,), rounding=rounding, discontinuity=jump)
 
 
 def draw_arithmetic(draw, pool, dynamic):
     a = pick(draw, pool)
     b, names = partner(draw, pool, a)
     form = draw(st.sampled_from(ARITHMETIC))
-    return Draft(form.format(a=a.name, b=b), (a.name, *names))
+    return Draft(form.format(a=a.name, b=b), (a.name, *names), rounding="rounded")
 
 
 def draw_maximum(draw, pool, dynamic):
@@ -170,7 +177,8 @@ def draw_maximum(draw, pool, dynamic):
 def draw_comparison(draw, pool, dynamic):
     a = pick(draw, pool)
     b, names = partner(draw, pool, a)
-    return Draft(f"({a.name} {draw(st.sampled_from(COMPARISONS))} {b})", (a.name, *names))
+    return Draft(f"({a.name} {draw(st.sampled_from(COMPARISONS))} {b})", (a.name, *names),
+                 discontinuity=("compare", a.name, b))
 
 
 def draw_logical(draw, pool, dynamic):
@@ -187,11 +195,13 @@ def draw_where(draw, pool, dynamic):
         condition_source, condition_names = condition.name, (condition.name,)
     else:
         compared = pick(draw, [v for v in pool if broadcasts(v.tensor.shape, a.tensor.shape)])
-        condition_source = f"({compared.name} > {scalar_source(draw(st.sampled_from([0, 0.5, -1])))})"
-        condition_names = (compared.name,)
+        threshold = scalar_source(draw(st.sampled_from([0, 0.5, -1])))
+        condition_source, condition_names = f"({compared.name} > {threshold})", (compared.name,)
     b, names = partner(draw, pool, a)
     first, second = (a.name, b) if draw(st.booleans()) else (b, a.name)
-    return Draft(f"torch.where({condition_source}, {first}, {second})", (*condition_names, a.name, *names))
+    jump = ("compare", compared.name, threshold) if condition_source.startswith("(") else None
+    return Draft(f"torch.where({condition_source}, {first}, {second})", (*condition_names, a.name, *names),
+                 discontinuity=jump)
 
 
 def draw_clamp(draw, pool, dynamic):
@@ -214,23 +224,33 @@ def draw_clamp(draw, pool, dynamic):
 def draw_cast(draw, pool, dynamic):
     a = pick(draw, pool)
     dtype = draw(st.sampled_from(CAST_TARGETS))
-    return Draft(f"{a.name}.to({dtype_source(dtype)})", (a.name,), "cast", lowers=dtype != a.tensor.dtype)
+    jump = ("zero", a.name) if dtype == torch.bool else None if dtype.is_floating_point else ("integer", a.name)
+    return Draft(f"{a.name}.to({dtype_source(dtype)})", (a.name,), "cast", lowers=dtype != a.tensor.dtype,
+                 discontinuity=jump)
 
 
 def draw_pow(draw, pool, dynamic):
     a = pick(draw, pool)
     exponent = draw(st.sampled_from(POWERS))
     form = draw(st.sampled_from(["{a} ** {e}", "torch.pow({a}, {e})"]))
-    return Draft(form.format(a=a.name, e=exponent), (a.name,))
+    rounding = "rounded" if exponent in ROUNDED_POWERS else "approximate"
+    return Draft(form.format(a=a.name, e=exponent), (a.name,), rounding=rounding)
 
 
 def draw_integer_division(draw, pool, dynamic):
-    a = pick(draw, pool)
+    # A float operand must be exact: the result jumps, or (``%``) keeps the operand's
+    # absolute error, so an ulp of a transcendental result would be a wrong answer.
+    candidates = [v for v in pool if v.exact or not v.tensor.dtype.is_floating_point]
+    if not candidates:
+        return draw_unary(draw, pool, dynamic)
+    a = pick(draw, candidates)
     divisor = draw(st.sampled_from(DIVISORS))
     form = draw(st.sampled_from(INTEGER_DIVISIONS))
     integral = not a.tensor.dtype.is_floating_point
+    if integral and divisor == -1 and "trunc" in form:
+        divisor = -2  # eager's trunc division of the lowest integer by -1 kills the process (SIGFPE)
     lowers = integral and divisor != -1 and (a.tensor.dtype != torch.bool or "trunc" not in form)
-    return Draft(form.format(a=a.name, c=divisor), (a.name,), lowers=lowers)
+    return Draft(form.format(a=a.name, c=divisor), (a.name,), lowers=lowers, rounding="rounded")
 
 
 def draw_reduction(draw, pool, dynamic):
@@ -240,14 +260,16 @@ def draw_reduction(draw, pool, dynamic):
     dims = draw_dims(draw, rank)
     keepdim = draw(st.booleans())
     effect = "tie_reduce" if op in ("amax", "amin") else "reduce"
+    rounding = "exact" if op in ("amax", "amin") else "approximate"
     extra = f", correction={draw(st.sampled_from([0, 1]))}" if op == "var" else ""
     if op in ("sum", "mean") and draw(st.integers(0, 3)) == 0:
         extra = f", dtype={dtype_source(draw(st.sampled_from(CAST_TARGETS[:5])))}"
     if dims is None and op != "var":
-        return Draft(f"{a.name}.{op}({extra.removeprefix(', ')})", (a.name,), effect, dims=None, keepdim=False)
+        return Draft(f"{a.name}.{op}({extra.removeprefix(', ')})", (a.name,), effect, dims=None, keepdim=False,
+                     rounding=rounding)
     dim_source = "" if dims is None else f"dim={dims!r}, "
     code = f"{a.name}.{op}({dim_source}keepdim={keepdim}{extra})"
-    return Draft(code, (a.name,), effect, dims=_normalised(dims, rank), keepdim=keepdim)
+    return Draft(code, (a.name,), effect, dims=_normalised(dims, rank), keepdim=keepdim, rounding=rounding)
 
 
 def draw_arg_reduction(draw, pool, dynamic):
@@ -267,11 +289,12 @@ def draw_normalisation(draw, pool, dynamic):
     if op == "layer_norm":
         count = draw(st.integers(1, rank))
         shape = f"{a.name}.shape[-{count}:]" if dynamic else repr(tuple(a.tensor.shape[-count:]))
-        return Draft(f"F.layer_norm({a.name}, {shape})", (a.name,), "row", dims=tuple(range(rank - count, rank)))
+        return Draft(f"F.layer_norm({a.name}, {shape})", (a.name,), "row", dims=tuple(range(rank - count, rank)),
+                     rounding="approximate")
     dim = draw_dims(draw, rank, single=True)
     form = draw(st.sampled_from(["torch.{op}({a}, dim={d})", "{a}.{op}({d})", "torch.{op}({a}, {d}, dtype={t})"]))
     code = form.format(op=op, a=a.name, d=dim, t=dtype_source(draw(st.sampled_from(CAST_TARGETS[:4]))))
-    return Draft(code, (a.name,), "row", dims=_normalised(dim, rank))
+    return Draft(code, (a.name,), "row", dims=_normalised(dim, rank), rounding="approximate")
 
 
 def draw_view(draw, pool, dynamic):
@@ -352,151 +375,3 @@ _KINDS = [kind for kind, (_, weight) in DRAWERS.items() for _ in range(weight)]
 
 def draw_step(draw, pool: list, dynamic: bool) -> Draft:
     return DRAWERS[draw(st.sampled_from(_KINDS))][0](draw, pool, dynamic)
-
-
-# ---- unspecified positions, precision ---------------------------------------------------------
-
-# float dtypes from the most precise (float64) to the least (bfloat16)
-PRECISION_ORDER = (torch.float64, torch.float32, torch.float16, torch.bfloat16)
-
-
-def least_precise(dtypes) -> torch.dtype | None:
-    floats = [d for d in dtypes if d in PRECISION_ORDER]
-    return max(floats, key=PRECISION_ORDER.index) if floats else None
-
-
-def unspecified_of(draft: Draft, operands: list, result: torch.Tensor, scope: dict) -> torch.Tensor | None:
-    """The result's unspecified positions (see :class:`Draft` and :mod:`generated_programs`)."""
-    if draft.effect == "view":
-        (operand,) = operands
-        if operand.unspecified is None:
-            return None
-        return eval(draft.code, {**scope, operand.name: operand.unspecified})
-    inherited = [v.unspecified for v in operands if v.unspecified is not None]
-    if draft.effect in ("reduce", "tie_reduce", "row"):
-        return _reduced_unspecified(draft, operands[0], inherited, result)
-    mask = None
-    for inner in inherited:
-        mask = inner if mask is None else mask | inner
-    own = _OWN_UNSPECIFIED.get(draft.effect, lambda operands, result: None)(operands, result)
-    if own is not None:
-        mask = own if mask is None else mask | own
-    return None if mask is None else mask.expand(result.shape).clone()
-
-
-def _tie(operands: list, result: torch.Tensor) -> torch.Tensor | None:
-    """maximum/minimum: where the operands are a ``+0.0``/``-0.0`` pair."""
-    if not result.dtype.is_floating_point:
-        return None
-    a, b = (v.tensor.to(result.dtype) for v in operands)
-    return torch.broadcast_to((a == 0) & (b == 0) & (a.signbit() != b.signbit()), result.shape)
-
-
-def _out_of_range(operands: list, result: torch.Tensor) -> torch.Tensor | None:
-    """A float cast to an integer type: NaN, ±inf, or a value whose integer part the type
-    cannot hold."""
-    (operand,) = operands
-    if not operand.tensor.dtype.is_floating_point or result.dtype.is_floating_point or result.dtype == torch.bool:
-        return None
-    info = torch.iinfo(result.dtype)
-    x = operand.tensor.double()
-    return ~((x > float(info.min) - 1) & (x < float(info.max) + 1))
-
-
-_OWN_UNSPECIFIED = {"tie": _tie, "cast": _out_of_range}
-
-
-def _reduced_unspecified(draft: Draft, operand: Value, inherited: list, result: torch.Tensor):
-    mask = _reduce_any(inherited[0], draft.dims, True) if inherited else None
-    if draft.effect == "tie_reduce" and result.dtype.is_floating_point:
-        x = operand.tensor
-        negative, positive = (x == 0) & x.signbit(), (x == 0) & ~x.signbit()
-        both = _reduce_any(negative, draft.dims, True) & _reduce_any(positive, draft.dims, True)
-        mask = both if mask is None else mask | both
-    if mask is None:
-        return None
-    if draft.effect == "row":
-        return mask.expand(result.shape)
-    return mask.reshape(result.shape) if not draft.keepdim else mask.expand(result.shape)
-
-
-def significant_strides(tensor: torch.Tensor) -> tuple:
-    """Per dim, its stride where the dim has more than one element (else None)."""
-    if tensor.numel() == 0:
-        return ()
-    return tuple(stride if size > 1 else None for size, stride in zip(tensor.shape, tensor.stride(), strict=True))
-
-
-def meta_layout_differs(draft: Draft, result: torch.Tensor, scope: dict) -> bool:
-    """The step run on FakeTensors (torch's meta functions, what kernels allocate by) has
-    other significant strides than eager's result."""
-    with FakeTensorMode() as mode:
-        fakes = {name: mode.from_tensor(scope[name]) for name in draft.operands}
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)
-            fake = eval(draft.code, {**scope, **fakes})
-    return significant_strides(fake) != significant_strides(result)
-
-
-# ---- steps that meet an open bug (tests/cpp/test_kernel_regressions.py, "Open") --------------
-
-def _softmax_of_empty_non_float(draft: Draft, result, operands: list, scope: dict) -> bool:
-    """B: softmax's decomposition fails on an empty bool or integer tensor."""
-    return "softmax" in draft.code and result.numel() == 0 and not operands[0].dtype.is_floating_point
-
-
-def _normalises_constant_row(draft: Draft, result, operands: list, scope: dict) -> bool:
-    """C: layer norm or var of a row of equal values is not exactly 0."""
-    normalises = "layer_norm" in draft.code or ".var(" in draft.code
-    return normalises and any(has_constant_row(x, draft.dims) for x in operands)
-
-
-def _meta_layout_differs(draft: Draft, result, operands: list, scope: dict) -> bool:
-    """D: torch's meta strides of the step, which kernels allocate by, are not eager's."""
-    return draft.effect != "view" and meta_layout_differs(draft, result, scope)
-
-
-def _layer_norm_of_negative_zero(draft: Draft, result, operands: list, scope: dict) -> bool:
-    """E: layer norm keeps the sign of a -0.0 whose row mean is 0; eager's zeros are +0.0."""
-    if "layer_norm" not in draft.code:
-        return False
-    for x in operands:
-        if x.numel():
-            negative_zero = ((x == 0) & x.signbit()).any(dim=draft.dims)
-            if (negative_zero & (x.double().sum(dim=draft.dims) == 0)).any():
-                return True
-    return False
-
-
-def truncates_a_negative_fraction(draft: Draft, operands: list, result: torch.Tensor) -> bool:
-    """F (with a later step that makes the integer a float again): a float in (-1, 0) cast
-    to an integer type; g++ folds ``(float)(int64_t)x`` to ``truncf(x)``, -0.0 where eager
-    has +0.0."""
-    if draft.effect != "cast" or result.dtype.is_floating_point or result.dtype == torch.bool:
-        return False
-    return any(x.dtype.is_floating_point and ((x > -1) & (x < 0)).any() for x in operands)
-
-
-OPEN_BUG_CHECKS = {"B": _softmax_of_empty_non_float, "C": _normalises_constant_row, "D": _meta_layout_differs,
-                   "E": _layer_norm_of_negative_zero}
-
-
-def has_constant_row(x: torch.Tensor, dims) -> bool:
-    """Some row over ``dims`` (None: all) holds two or more equal finite values only."""
-    if not x.dtype.is_floating_point or x.numel() == 0 or x.dim() == 0:
-        return False
-    dims = tuple(range(x.dim())) if dims is None else dims
-    if math.prod(x.shape[d] for d in dims) < 2:
-        return False
-    first = x.amax(dim=dims, keepdim=True)
-    constant = ((x == first) & x.isfinite()).all(dim=dims)
-    return bool(constant.any())
-
-
-def _reduce_any(mask: torch.Tensor, dims, keepdim: bool) -> torch.Tensor:
-    """``mask.any`` over ``dims`` (None: all), the reduced dims kept."""
-    if mask.dim() == 0:
-        return mask.clone()
-    if dims is None:
-        return mask.any().reshape([1] * mask.dim())
-    return mask.any(dim=dims, keepdim=keepdim) if dims else mask.clone()

@@ -22,6 +22,12 @@ Fixed:
    kernels (``exp(x)[1:]`` at n=5 returned 3 elements). Such a graph is now its own
    ``fastdynamo_guarded`` (``CompiledGraph.__call__``: kernels per size).
 
+7. C++: with ``-fno-trapping-math`` and SSE4.1, g++ 12 folded
+   ``static_cast<float>(static_cast<int64_t>(x))`` into ``truncf(x)``:
+   ``x.to(torch.int64).float()`` of ``-0.5`` was ``-0.0`` (eager ``+0.0``, so ``1 / that``
+   was ``-inf``) and of ``inf`` was ``inf`` (eager ``-2**63``). Fixed on main (ed3a284:
+   float-to-integer casts through the runtime header, as ``tensor.to(int)`` gives them).
+
 Open (``xfail(strict=True)``; the generated tests leave these programs out, see
 ``KNOWN_OPEN`` there):
 
@@ -30,11 +36,11 @@ A. A graph eager refuses, whose ATen trace (FakeTensors) refuses too, is taken f
    (``compiler._generate`` re-raises before asking ``_eager_refusal``). For ``amax``,
    ``amin``, ``argmax`` and ``argmin`` over an empty dim, eager raises ``IndexError`` and the
    trace ``RuntimeError``, so compiled code raises another exception type than eager.
-B. ``softmax``/``log_softmax`` of an empty bool or integer tensor: eager returns an empty
-   tensor (no kernel runs); torch's decomposition fails (bool: ``NotImplementedError``
-   from ``x - amax``; int32: the C++ renderer's ``OverflowError`` for an ``inf`` constant of
-   dtype int32 in a kernel over the non-empty ``amax`` result), so compiled code raises
-   in strict mode (non-strict: a warning and ATen ops).
+B. ``softmax``/``log_softmax`` of an empty bool tensor: eager returns an empty tensor (no
+   kernel runs); torch's decomposition fails (``NotImplementedError`` from ``x - amax`` of
+   bools), so compiled code raises in strict mode (non-strict: a warning and ATen ops).
+   (An empty int32 tensor failed too, in the C++ renderer, on an ``inf`` constant of dtype
+   int32; main's cpp-math merge fixed that: ``test_B_..._integer_tensor`` holds it.)
 C. Layer norm and var of a row of equal inexact values: the two-pass decompositions
    compute the mean as ``sum / n``, which is not the value itself, so ``x - mean`` is
    rounding noise that ``rsqrt(var + eps)`` scales by ~316: ``layer_norm`` of a row of 33
@@ -49,13 +55,15 @@ D. Output strides are torch's meta (FakeTensor) strides, and for ``logical_and``
 E. Layer norm of a ``-0.0`` in a row whose mean is 0 is ``-0.0`` (the decomposition's
    ``x - mean``), where eager's zeros are ``+0.0`` (``layer_norm([[-0.0]], (1,))`` is
    ``+0.0`` in eager); a later ``rsqrt`` makes it ``-inf`` against ``inf``.
-F. C++ only: with ``-fno-trapping-math`` (``cpp/toolchain.py``) and SSE4.1, g++ 12 folds
-   ``static_cast<float>(static_cast<int64_t>(x))`` into ``truncf(x)``, which is not the
-   same value: ``x.to(torch.int64).float()`` of ``-0.5`` is ``-0.0`` (eager ``+0.0``; so
-   ``1 / that`` is ``-inf``), and of ``inf`` is ``inf`` (eager ``-2**63``). The toolchain's
-   note that the flag never changes a value does not hold for this fold.
+F. Triton: a pointwise op on an empty tensor with a size 0 before a size > 1 (``exp`` of a
+   ``(0, 2)`` tensor) fails in the renderer: ``ZeroDivisionError`` in ``indexing.unravel``. Since main's
+   ``empty_result`` (kernels/aten_rules.py) an empty result is a pointwise node with a
+   constant body; the wrapper skips its launch but every renderer still renders it. C++
+   renders a loop of no iterations; Triton's index lines divide by the size.
 """
 from __future__ import annotations
+
+import math
 
 import pytest
 import torch
@@ -146,12 +154,16 @@ def test_A_reduction_over_an_empty_dim_raises_like_eager(target, op):
         TARGETS[target](torch.fx.symbolic_trace(program), [x])(x)
 
 
-@pytest.mark.xfail(strict=True, reason="open bug B: softmax's decomposition fails on an empty bool or integer "
-                                       "tensor, which eager returns as it is")
-@pytest.mark.parametrize("dtype", [torch.bool, torch.int32])
+@pytest.mark.xfail(strict=True, reason="open bug B: softmax's decomposition fails on an empty bool tensor, "
+                                       "which eager returns as it is")
 @pytest.mark.parametrize("op", [torch.softmax, torch.log_softmax])
-def test_B_softmax_of_an_empty_bool_or_integer_tensor(target, op, dtype):
-    compile_and_compare(target, lambda x: (op(x, -1),), torch.zeros(2, 0, dtype=dtype), kernels=False)
+def test_B_softmax_of_an_empty_bool_tensor(target, op):
+    compile_and_compare(target, lambda x: (op(x, -1),), torch.zeros(2, 0, dtype=torch.bool), kernels=False)
+
+
+@pytest.mark.parametrize("op", [torch.softmax, torch.log_softmax])
+def test_B_softmax_of_an_empty_integer_tensor(target, op):
+    compile_and_compare(target, lambda x: (op(x, -1),), torch.zeros(2, 0, dtype=torch.int32), kernels=False)
 
 
 @pytest.mark.xfail(strict=True, reason="open bug C: the two-pass mean of a row of equal inexact values is not "
@@ -179,9 +191,14 @@ def test_E_layer_norm_of_negative_zero(target):
 
 
 @pytest.mark.parametrize("integer", [torch.int64, torch.int32])
-def test_F_float_to_integer_and_back(target, integer, request):
-    if target == "cpp":  # Triton's conversions are not folded: there it passes
-        request.applymarker(pytest.mark.xfail(strict=True, reason="open bug F: g++ folds (float)(int64_t)x to "
-                                                                  "truncf(x) under -fno-trapping-math"))
-    x = torch.tensor([-0.5, -0.25, 0.5, -1.5])
-    compile_and_compare(target, lambda x: (1 / x.to(integer).float(),), x)
+def test_7_float_to_integer_and_back(target, integer):
+    x = torch.tensor([-0.5, -0.25, 0.5, -1.5, math.inf, -math.inf, math.nan, 3e10])
+    compile_and_compare(target, lambda x: (1 / x.to(integer).float(), x.to(integer)), x)
+
+
+@pytest.mark.parametrize("shape", [(0,), (2, 0), (0, 2), (3, 0, 2)])
+def test_F_pointwise_op_on_an_empty_tensor(target, shape, request):
+    if target == "triton" and shape in ((0, 2), (3, 0, 2)):  # a size 0 before a size > 1
+        request.applymarker(pytest.mark.xfail(strict=True, reason="open bug F: Triton renders the kernel of an "
+                                                                  "empty result and divides by its size 0"))
+    compile_and_compare(target, lambda x: (x.exp() + 1,), torch.zeros(shape), kernels=False)
