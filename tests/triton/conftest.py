@@ -9,16 +9,7 @@ import functools
 import pytest
 import torch
 
-from kernel_targets import TARGETS
-
-# Tolerances per dtype: kernels compute half types in float32 and round once on store,
-# eager rounds after every op; the interpreter truncates bf16 casts (1 ulp).
-TOLERANCES = {
-    torch.float32: dict(atol=1e-5, rtol=1e-5),
-    torch.float16: dict(atol=1e-3, rtol=2e-3),  # 2 ulp of float16
-    torch.bfloat16: dict(atol=8e-3, rtol=1.6e-2),  # 2 ulp of bfloat16
-    torch.float64: dict(atol=1e-10, rtol=1e-10),
-}
+from kernel_targets import TARGETS, TOLERANCES
 
 
 def assert_same(actual, expected, dtype=None):

@@ -195,9 +195,10 @@ class CompiledGraph:
     def fastdynamo_guarded(self) -> Callable[..., Any]:
         """What the frame calls under its guards (the inputs have the metadata the module
         was generated for): the module's ``forward`` with no check of its own, returning
-        the graph's outputs as the graph does."""
+        the graph's outputs as the graph does. A symbolic graph whose kernels are per size
+        (``symbolic_refused``) is itself: the frame's guards admit other sizes."""
         module = self.module
-        if module is None or module.FALLBACK_REASON or not _flat_tuple(self.out_spec):
+        if module is None or module.FALLBACK_REASON or not _flat_tuple(self.out_spec) or self.symbolic_refused:
             return self
         attributes = attribute_values(self.gm, self.attribute_names)
         if not attributes:

@@ -45,6 +45,8 @@ _TORCH_DECOMPOSED = [
 def _reduced_count(x: torch.Tensor, dims) -> int:
     if dims is None or (isinstance(dims, (list, tuple)) and len(dims) == 0):
         return x.numel()
+    if x.dim() == 0:
+        return 1  # ATen takes dim 0 or -1 of a 0-d tensor: its one element
     dims = [dims] if isinstance(dims, int) else dims
     count = 1
     for d in dims:
@@ -103,7 +105,9 @@ def _native_layer_norm(x, normalized_shape, weight, bias, eps):
         out = aten.mul.Tensor(out, weight)
     if bias is not None:
         out = aten.add.Tensor(out, bias)
-    return out.to(x.dtype), mean, rstd
+    # ATen's kernel writes a contiguous output whatever the input's layout (pointwise
+    # ops would keep a transposed input's strides); a no-op for a contiguous input
+    return out.to(x.dtype).contiguous(), mean, rstd
 
 
 _OWN = {

@@ -86,6 +86,36 @@ POINTWISE_RULES: dict[PointwiseOp, PointwiseRule] = {
     PointwiseOp.CAST: PointwiseRule("{0}"),
 }
 
+# Rows for integer operands where Triton's function takes floats only: floor and ceil of
+# an integer are the integer (ATen keeps its dtype).
+INTEGER_RULES: dict[PointwiseOp, PointwiseRule] = {
+    PointwiseOp.FLOOR: PointwiseRule("{0}"),
+    PointwiseOp.CEIL: PointwiseRule("{0}"),
+}
+# ... and for bools, where Triton's i1 arithmetic is not ATen's: bool `+` is `or` in ATen
+# (True + True is True), while i1 addition wraps (True + True is False).
+BOOL_RULES: dict[PointwiseOp, PointwiseRule] = {
+    **INTEGER_RULES,
+    PointwiseOp.ADD: PointwiseRule("{0} | {1}"),
+}
+
+
+def pointwise_rule(op: PointwiseOp, operand_dtype: torch.dtype | None) -> PointwiseRule:
+    """The row for ``op`` on operands of ``operand_dtype`` (None: the op's own dtypes).
+
+    >>> pointwise_rule(PointwiseOp.ADD, torch.bool).template
+    '{0} | {1}'
+    >>> pointwise_rule(PointwiseOp.FLOOR, torch.int32).template, pointwise_rule(PointwiseOp.ADD, torch.int8).template
+    ('{0}', '{0} + {1}')
+    """
+    if operand_dtype == torch.bool:
+        overrides = BOOL_RULES
+    elif operand_dtype is not None and not operand_dtype.is_floating_point:
+        overrides = INTEGER_RULES
+    else:
+        overrides = {}
+    return overrides.get(op) or POINTWISE_RULES[op]
+
 
 @dataclass(frozen=True)
 class ReductionRule:

@@ -34,7 +34,7 @@ from ..kernels.opset import PointwiseOp, accumulator_dtype, compute_dtype, reduc
 from ..kernels.scope import Scope
 from ..kernels.target import RenderedKernel
 from . import templates
-from .op_rules import COMBINE_HELPERS, POINTWISE_RULES, REDUCTION_RULES, render_literal, triton_dtype
+from .op_rules import COMBINE_HELPERS, REDUCTION_RULES, pointwise_rule, render_literal, triton_dtype
 
 
 @dataclass
@@ -132,7 +132,7 @@ class _KernelRenderer:
             first = args[0]
             args[0] = self.emit(scope, ("anchor", first.text, first.dtype),
                                 f"tl.full([], {first.text}, {triton_dtype(first.dtype)})", first.dtype)
-        rule = POINTWISE_RULES[op.name]
+        rule = pointwise_rule(op.name, op.operand_dtype)
         converted = range(len(args)) if rule.converted is None else rule.converted
         if op.operand_dtype is not None:
             args = [self.convert(scope, a, op.operand_dtype) if i in converted else a for i, a in enumerate(args)]
@@ -145,6 +145,9 @@ class _KernelRenderer:
             return _Value(render_literal(folded, compute_dtype(target)), compute_dtype(target), folded)
         if target in (torch.float16, torch.bfloat16) and value.dtype != target:
             # Round through the narrow type: an explicit cast must lose what ATen loses.
+            # From float32, as ATen converts (c10's half types are made from a float); an
+            # integer straight to bfloat16 is its bits read as a float's in the interpreter.
+            value = self.convert(scope, value, torch.float32)
             text = f"{value.text}.to({triton_dtype(target)}).to(tl.float32)"
             return self.emit(scope, text, text, torch.float32)
         return self.convert(scope, value, target)
