@@ -22,13 +22,11 @@ and these rules say, for its result:
 """
 from __future__ import annotations
 
-import math
 import warnings
 
 import torch
-from torch._subclasses.fake_tensor import FakeTensorMode
-
 from program_steps import Draft, Value
+from torch._subclasses.fake_tensor import FakeTensorMode
 
 # ---- precision and exactness --------------------------------------------------------------------
 
@@ -145,32 +143,9 @@ def meta_layout_differs(draft: Draft, result: torch.Tensor, scope: dict) -> bool
 
 # ---- steps that meet an open bug (tests/cpp/test_kernel_regressions.py, "Open") --------------
 
-def _softmax_of_empty_non_float(draft: Draft, result, operands: list, scope: dict) -> bool:
-    """B: softmax's decomposition fails on an empty bool tensor."""
-    return "softmax" in draft.code and result.numel() == 0 and operands[0].dtype == torch.bool
-
-
-def _normalises_constant_row(draft: Draft, result, operands: list, scope: dict) -> bool:
-    """C: layer norm or var of a row of equal values is not exactly 0."""
-    normalises = "layer_norm" in draft.code or ".var(" in draft.code
-    return normalises and any(has_constant_row(x, draft.dims) for x in operands)
-
-
 def _meta_layout_differs(draft: Draft, result, operands: list, scope: dict) -> bool:
     """D: torch's meta strides of the step, which kernels allocate by, are not eager's."""
     return draft.effect != "view" and meta_layout_differs(draft, result, scope)
-
-
-def _layer_norm_of_negative_zero(draft: Draft, result, operands: list, scope: dict) -> bool:
-    """E: layer norm keeps the sign of a -0.0 whose row mean is 0; eager's zeros are +0.0."""
-    if "layer_norm" not in draft.code:
-        return False
-    for x in operands:
-        if x.numel():
-            negative_zero = ((x == 0) & x.signbit()).any(dim=draft.dims)
-            if (negative_zero & (x.double().sum(dim=draft.dims) == 0)).any():
-                return True
-    return False
 
 
 def open_bugs_of(draft: Draft, result: torch.Tensor, operands_by_size: list, scope: dict) -> frozenset:
@@ -180,20 +155,7 @@ def open_bugs_of(draft: Draft, result: torch.Tensor, operands_by_size: list, sco
                      if check(draft, result, operands_by_size, scope))
 
 
-OPEN_BUG_CHECKS = {"B": _softmax_of_empty_non_float, "C": _normalises_constant_row, "D": _meta_layout_differs,
-                   "E": _layer_norm_of_negative_zero}
-
-
-def has_constant_row(x: torch.Tensor, dims) -> bool:
-    """Some row over ``dims`` (None: all) holds two or more equal finite values only."""
-    if not x.dtype.is_floating_point or x.numel() == 0 or x.dim() == 0:
-        return False
-    dims = tuple(range(x.dim())) if dims is None else dims
-    if math.prod(x.shape[d] for d in dims) < 2:
-        return False
-    first = x.amax(dim=dims, keepdim=True)
-    constant = ((x == first) & x.isfinite()).all(dim=dims)
-    return bool(constant.any())
+OPEN_BUG_CHECKS = {"D": _meta_layout_differs}
 
 
 def _reduce_any(mask: torch.Tensor, dims, keepdim: bool) -> torch.Tensor:

@@ -21,12 +21,11 @@ import warnings
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
+import eager_rules
+import program_steps
 import torch
 import torch.nn.functional as F
 from hypothesis import strategies as st
-
-import eager_rules
-import program_steps
 from program_steps import Draft, Value
 
 FLOAT_DTYPES = (torch.float32, torch.float64, torch.bfloat16, torch.float16)

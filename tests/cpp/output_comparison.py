@@ -22,9 +22,8 @@ kernels compute half types in float32 and round once, on store, as
 from __future__ import annotations
 
 import torch
-
-from kernel_targets import TOLERANCES
 from eager_rules import least_precise, significant_strides
+from kernel_targets import TOLERANCES
 
 
 def assert_output_matches(actual, expected: torch.Tensor, reference: torch.Tensor | None = None,

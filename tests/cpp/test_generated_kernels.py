@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import pytest
 import torch
+from eager_rules import least_precise
 from examples_budget import share_of_profile
 from generated_programs import (
     DTYPES,
@@ -45,7 +46,6 @@ from hypothesis import HealthCheck, event, given, reject, settings
 from hypothesis import strategies as st
 from kernel_targets import TARGETS
 from output_comparison import assert_output_matches
-from eager_rules import least_precise
 
 import fastdynamo
 from fastdynamo.backends.triton import TritonOptions
@@ -73,28 +73,12 @@ def examples(share: float) -> settings:
 # (eager_rules.OPEN_BUG_CHECKS). Drop a letter when its regression test passes.
 
 OPEN_BUGS = {
-    "A": "a reduction over an empty dim raises RuntimeError where eager raises IndexError",
-    "B": "softmax of an empty bool tensor raises",
-    "C": "layer norm or var of a row of equal values is not exactly 0",
     "D": "torch's meta strides (what kernels allocate) are not eager's",
-    "E": "layer norm keeps the sign of a -0.0 that eager makes +0.0",
-    "F": "Triton: a pointwise op on an empty tensor fails to render (a kernel over no elements)",
 }
 
 
-def _refused_reduction_over_empty_dim(program: Program) -> bool:
-    """A: the step eager refuses is amax/amin/argmax/argmin of an empty tensor."""
-    last = program.steps[-1].draft
-    return program.refused and any(0 in shape for shape, _ in last.operand_meta) and any(
-        f".{op}(" in last.code for op in ("amax", "amin", "argmax", "argmin"))
-
-
-def known_open_bug(program: Program, target: str) -> str | None:
+def known_open_bug(program: Program) -> str | None:
     letters = set().union(*(step.draft.open_bugs for step in program.steps))
-    if _refused_reduction_over_empty_dim(program):
-        letters.add("A")
-    if target == "triton" and program.has_empty_tensor:
-        letters.add("F")
     return f"{min(letters)}: {OPEN_BUGS[min(letters)]}" if letters else None
 
 
@@ -142,7 +126,7 @@ def assert_raises_like_eager(compile_and_call, refusal: BaseException) -> None:
 
 
 def check_program(program: Program, target: str, options=None) -> None:
-    known = known_open_bug(program, target)
+    known = known_open_bug(program)
     if known:
         event(f"left out, open bug {known}")
         reject()
@@ -203,7 +187,7 @@ def check_dynamic(program: Program, sizes: tuple, mode, backend: str) -> None:
     later size, unless a slice of a symbolic dim may leave a size of 1 (``x[1:]`` of
     ``n >= 2`` rows): its ATen trace would need a guard the frame does not have, and the
     graph gets kernels per size (one module per size called)."""
-    known = known_open_bug(program, backend)
+    known = known_open_bug(program)
     if known:
         event(f"left out, open bug {known}")
         reject()

@@ -28,38 +28,30 @@ Fixed:
    was ``-inf``) and of ``inf`` was ``inf`` (eager ``-2**63``). Fixed on main (ed3a284:
    float-to-integer casts through the runtime header, as ``tensor.to(int)`` gives them).
 
-Open (``xfail(strict=True)``; the generated tests leave these programs out, see
-``KNOWN_OPEN`` there):
+8. (was A) A graph eager refuses whose ATen trace refuses too was taken for a compiler
+   bug (``compiler._generate`` re-raised before asking ``_eager_refusal``): ``amax``,
+   ``amin``, ``argmax``, ``argmin`` over an empty dim raised the trace's ``RuntimeError``
+   where eager raises ``IndexError``. A failed trace now asks eager first.
+9. (was B) ``softmax``/``log_softmax`` of an empty bool tensor: torch's decomposition
+   fails (``x - amax`` of bools) where eager returns the empty tensor. Our decomposition
+   passes an empty tensor through (``decompositions._empty_passes_through``).
+10. (was C) Layer norm and var of a row of equal inexact values: the two-pass mean
+   ``sum / n`` is not the value, and layer norm scaled the rounding by ``rsqrt(eps)``
+   (~316): ``layer_norm`` of a row of equal values was not 0. The rows are shifted by
+   their first value (``decompositions._centered``): deviations are exactly 0.
+11. (was E) Layer norm of a ``-0.0`` in a row whose mean is 0 was ``-0.0``
+   (``x - mean``), eager's ``+0.0``; the shifted deviation ``(x - x0) - mean'`` is +0.0.
+12. (was F) Triton: a pointwise op on an empty tensor with a size 0 before a size > 1
+   (``exp`` of a ``(0, 2)`` tensor) divided by 0 in ``indexing.unravel`` while rendering
+   the (never launched) kernel of the empty result.
 
-A. A graph eager refuses, whose ATen trace (FakeTensors) refuses too, is taken for a
-   compiler bug: the trace's error is raised in strict mode and warned about otherwise
-   (``compiler._generate`` re-raises before asking ``_eager_refusal``). For ``amax``,
-   ``amin``, ``argmax`` and ``argmin`` over an empty dim, eager raises ``IndexError`` and the
-   trace ``RuntimeError``, so compiled code raises another exception type than eager.
-B. ``softmax``/``log_softmax`` of an empty bool tensor: eager returns an empty tensor (no
-   kernel runs); torch's decomposition fails (``NotImplementedError`` from ``x - amax`` of
-   bools), so compiled code raises in strict mode (non-strict: a warning and ATen ops).
-   (An empty int32 tensor failed too, in the C++ renderer, on an ``inf`` constant of dtype
-   int32; main's cpp-math merge fixed that: ``test_B_..._integer_tensor`` holds it.)
-C. Layer norm and var of a row of equal inexact values: the two-pass decompositions
-   compute the mean as ``sum / n``, which is not the value itself, so ``x - mean`` is
-   rounding noise that ``rsqrt(var + eps)`` scales by ~316: ``layer_norm`` of a row of 33
-   copies of ``40 * exp(0.1)`` is -0.0024 (eager: 0), ``var`` 6e-11 (eager: 0, so
-   ``1 / var`` is inf, ours 1.7e10). ATen's Welford mean of a constant row is exact.
-D. Output strides are torch's meta (FakeTensor) strides, and for ``logical_and``/``or``/
-   ``xor`` (and tensor ``//``) of inputs of different layouts they are not eager's: eager's
-   TensorIterator follows the inputs' layout (``logical_and`` of a ``(2, 1)`` tensor and a
-   transposed ``(1, 2, 5)`` one: strides ``(1, 1, 2)``), the meta is contiguous
-   (``(10, 5, 1)``). Found through the symbolic-size tests, whose expanded and transposed
-   inputs meet in such ops more often.
-E. Layer norm of a ``-0.0`` in a row whose mean is 0 is ``-0.0`` (the decomposition's
-   ``x - mean``), where eager's zeros are ``+0.0`` (``layer_norm([[-0.0]], (1,))`` is
-   ``+0.0`` in eager); a later ``rsqrt`` makes it ``-inf`` against ``inf``.
-F. Triton: a pointwise op on an empty tensor with a size 0 before a size > 1 (``exp`` of a
-   ``(0, 2)`` tensor) fails in the renderer: ``ZeroDivisionError`` in ``indexing.unravel``. Since main's
-   ``empty_result`` (kernels/aten_rules.py) an empty result is a pointwise node with a
-   constant body; the wrapper skips its launch but every renderer still renders it. C++
-   renders a loop of no iterations; Triton's index lines divide by the size.
+Open (``xfail(strict=True)``; the generated tests leave these programs out, see
+``OPEN_BUGS`` there):
+
+D. Output strides are torch's meta (FakeTensor) strides, and for ``logical_and``/
+   ``logical_or``/``logical_xor`` of inputs of other layouts those are contiguous where
+   eager's follow the inputs' layout (values are equal; only ``stride()`` differs). The
+   capture's FakeTensors have the meta strides too, so a fix must change both together.
 """
 from __future__ import annotations
 
@@ -139,8 +131,6 @@ def test_6_a_symbolic_graph_with_kernels_per_size_runs_each_size_s_kernels(targe
 
 # ---- open ---------------------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="open bug A: the ATen trace's RuntimeError is raised where eager raises "
-                                       "IndexError (compiler._generate re-raises before _eager_refusal)")
 @pytest.mark.parametrize("op", ["amax", "amin", "argmax", "argmin"])
 def test_A_reduction_over_an_empty_dim_raises_like_eager(target, op):
     x = torch.zeros(0, 3)
@@ -154,8 +144,6 @@ def test_A_reduction_over_an_empty_dim_raises_like_eager(target, op):
         TARGETS[target](torch.fx.symbolic_trace(program), [x])(x)
 
 
-@pytest.mark.xfail(strict=True, reason="open bug B: softmax's decomposition fails on an empty bool tensor, "
-                                       "which eager returns as it is")
 @pytest.mark.parametrize("op", [torch.softmax, torch.log_softmax])
 def test_B_softmax_of_an_empty_bool_tensor(target, op):
     compile_and_compare(target, lambda x: (op(x, -1),), torch.zeros(2, 0, dtype=torch.bool), kernels=False)
@@ -166,8 +154,6 @@ def test_B_softmax_of_an_empty_integer_tensor(target, op):
     compile_and_compare(target, lambda x: (op(x, -1),), torch.zeros(2, 0, dtype=torch.int32), kernels=False)
 
 
-@pytest.mark.xfail(strict=True, reason="open bug C: the two-pass mean of a row of equal inexact values is not "
-                                       "the value, and layer norm scales the difference by rsqrt(eps)")
 @pytest.mark.parametrize("op", ["layer_norm", "reciprocal_of_var"])
 def test_C_layer_norm_and_var_of_a_constant_row(target, op):
     x = torch.full((2, 3), 0.1).exp() * 40
@@ -184,7 +170,6 @@ def test_D_logical_op_of_inputs_of_other_layouts_has_eager_s_strides(target, op)
     compile_and_compare(target, lambda a, b: (op(a, b),), a, b)
 
 
-@pytest.mark.xfail(strict=True, reason="open bug E: layer norm of -0.0 at a zero mean is -0.0, eager's +0.0")
 def test_E_layer_norm_of_negative_zero(target):
     x = torch.tensor([[-0.0], [-0.0], [2.0]])
     compile_and_compare(target, lambda x: (F.layer_norm(x, (1,)), torch.rsqrt(F.layer_norm(x, (1,)))), x)
@@ -197,8 +182,5 @@ def test_7_float_to_integer_and_back(target, integer):
 
 
 @pytest.mark.parametrize("shape", [(0,), (2, 0), (0, 2), (3, 0, 2)])
-def test_F_pointwise_op_on_an_empty_tensor(target, shape, request):
-    if target == "triton" and shape in ((0, 2), (3, 0, 2)):  # a size 0 before a size > 1
-        request.applymarker(pytest.mark.xfail(strict=True, reason="open bug F: Triton renders the kernel of an "
-                                                                  "empty result and divides by its size 0"))
+def test_F_pointwise_op_on_an_empty_tensor(target, shape):
     compile_and_compare(target, lambda x: (x.exp() + 1,), torch.zeros(shape), kernels=False)

@@ -334,6 +334,11 @@ class CompiledGraph:
             # pointwise ops is deeper than the interpreter allows. A limit, not a bug.
             return fallback_module("expression chain too deep for the kernel generator")
         except Exception as error:  # a bug in a pass: never a wrong result, but say so
+            # unless eager refuses these inputs too (an amax over an empty dim: the trace
+            # raises RuntimeError, eager IndexError): the ATen ops raise eager's error
+            refusal = _eager_refusal(self.gm, example_inputs)
+            if refusal:
+                return fallback_module(refusal)
             if strict():
                 raise
             target_logger(self.target).warning("%s backend failed to compile a graph, running ATen ops: %r",

@@ -71,21 +71,37 @@ def _mean_all(x, *, dtype=None):
     return _mean(x, None, False, dtype=dtype)
 
 
+def _centered(x, dims: list, count):
+    """``(mean, x - mean)`` over ``dims``, from values shifted by the row's first one: a
+    row of equal values has mean exactly that value and deviations exactly +0.0, as
+    eager's (Welford) kernels give, where ``sum / n`` is not the value and layer norm would
+    scale the rounding by ``rsqrt(eps)``. The shift is a view, read by the same fused
+    kernels; rows that may be empty (a size 0 or a symbolic size) are not shifted."""
+    if x.dim() == 0 or not all(isinstance(x.shape[d], int) and x.shape[d] > 0 for d in dims):
+        mean = aten.div.Tensor(aten.sum.dim_IntList(x, dims, True), count)
+        return mean, aten.sub.Tensor(x, mean)
+    shift = x
+    for d in dims:
+        shift = aten.slice.Tensor(shift, d, 0, 1)
+    shifted = aten.sub.Tensor(x, shift)
+    shifted_mean = aten.div.Tensor(aten.sum.dim_IntList(shifted, dims, True), count)
+    return aten.add.Tensor(shift, shifted_mean), aten.sub.Tensor(shifted, shifted_mean)
+
+
 def _var(x, dim=None, *, correction=None, keepdim=False):
-    dims = _dims(x, dim)
-    count = _reduced_count(x, dim)
-    correction = 1 if correction is None else correction
-    # Two passes over the row (mean, then squared deviations): numerically what ATen
-    # does, and both passes fuse into one kernel.
-    mean = aten.div.Tensor(aten.sum.dim_IntList(x, dims, True), count)
-    deviation = aten.sub.Tensor(x, mean)
-    squares = aten.sum.dim_IntList(aten.mul.Tensor(deviation, deviation), dims, keepdim)
-    return aten.div.Tensor(squares, max(count - correction, 0))
+    return _var_mean(x, dim, correction=correction, keepdim=keepdim)[0]
 
 
 def _var_mean(x, dim=None, *, correction=None, keepdim=False):
-    mean = aten.div.Tensor(aten.sum.dim_IntList(x, _dims(x, dim), keepdim), _reduced_count(x, dim))
-    return _var(x, dim, correction=correction, keepdim=keepdim), mean
+    dims = _dims(x, dim)
+    count = _reduced_count(x, dim)
+    correction = 1 if correction is None else correction
+    # Two passes over the row (mean, then squared deviations), both fused into one kernel.
+    mean, deviation = _centered(x, dims, count)
+    squares = aten.sum.dim_IntList(aten.mul.Tensor(deviation, deviation), dims, keepdim)
+    if not keepdim and x.dim() > 0:
+        mean = aten.squeeze.dims(mean, dims)
+    return aten.div.Tensor(squares, max(count - correction, 0)), mean
 
 
 def _std(x, dim=None, *, correction=None, keepdim=False):
@@ -96,8 +112,7 @@ def _native_layer_norm(x, normalized_shape, weight, bias, eps):
     dims = list(range(x.dim() - len(normalized_shape), x.dim()))
     count = _reduced_count(x, dims)
     compute = x.to(torch.float32) if x.dtype in (torch.float16, torch.bfloat16) else x
-    mean = aten.div.Tensor(aten.sum.dim_IntList(compute, dims, True), count)
-    deviation = aten.sub.Tensor(compute, mean)
+    mean, deviation = _centered(compute, dims, count)
     variance = aten.div.Tensor(aten.sum.dim_IntList(aten.mul.Tensor(deviation, deviation), dims, True), count)
     rstd = aten.rsqrt.default(aten.add.Tensor(variance, eps))
     out = aten.mul.Tensor(deviation, rstd)
@@ -110,7 +125,24 @@ def _native_layer_norm(x, normalized_shape, weight, bias, eps):
     return out.to(x.dtype).contiguous(), mean, rstd
 
 
+def _empty_passes_through(op):
+    """torch's decomposition of ``op`` (softmax), except that a tensor without elements is
+    returned as it is, as eager does without running a kernel: the decomposition's
+    ``x - amax(x)`` is not defined for bools."""
+    decomposition = get_decompositions([op])[op.default]
+
+    def decompose(x, dim, half_to_float):
+        numel = x.numel()
+        if isinstance(numel, int) and numel == 0:
+            return aten._to_copy.default(x, dtype=torch.float32) if half_to_float else aten.clone.default(x)
+        return decomposition(x, dim, half_to_float)
+
+    return decompose
+
+
 _OWN = {
+    aten._softmax.default: _empty_passes_through(aten._softmax),
+    aten._log_softmax.default: _empty_passes_through(aten._log_softmax),
     aten.mean.dim: _mean,
     aten.mean.default: _mean_all,
     aten.var.correction: _var,

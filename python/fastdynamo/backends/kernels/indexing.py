@@ -308,8 +308,11 @@ def unravel(linear: IndexExpr, shape: tuple) -> tuple:
     index = []
     stride = 1
     for size in reversed(shape):
-        index.append(mod(floordiv(linear, stride), size) if not sizes.is_one(size) else ZERO)
-        stride = _sized(stride * size)
+        # a size 0 leaves no position to index (the kernel has no work, but its index is
+        # still rendered): no division by it or by a product with it
+        empty = isinstance(size, int) and size == 0
+        index.append(mod(floordiv(linear, stride), size) if not (sizes.is_one(size) or empty) else ZERO)
+        stride = _sized(stride * sizes.at_least_one(size))
     return tuple(reversed(index))
 
 
