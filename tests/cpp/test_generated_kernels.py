@@ -184,9 +184,11 @@ def check_dynamic(program: Program, sizes: tuple, mode, backend: str) -> None:
     """Compile with ``fastdynamo.compile``, call at each size (every result eager's), and
     count: dynamic=True captures one symbolic graph; automatic dynamic a static one for
     the first size, then a symbolic one. The symbolic graph's one module serves every
-    later size, unless a slice of a symbolic dim may leave a size of 1 (``x[1:]`` of
-    ``n >= 2`` rows): its ATen trace would need a guard the frame does not have, and the
-    graph gets kernels per size (one module per size called)."""
+    later size, unless its ATen trace would need a guard the frame does not have, and the
+    graph gets kernels per size (one module per size called): a slice of a symbolic dim
+    may leave a size of 1 (``x[1:]`` of ``n >= 2`` rows), or a pointwise op of a
+    ``strided`` input (symbolic strides) and a broadcast operand orders its output's dims
+    by comparing the strides (``x - x.mean()`` of ``base[0::2, 1::2]``)."""
     known = known_open_bug(program)
     if known:
         event(f"left out, open bug {known}")
@@ -206,10 +208,10 @@ def check_dynamic(program: Program, sizes: tuple, mode, backend: str) -> None:
     modules = {id(module) for module in symbolic.specialisations.values()}
     served = len(sizes) - (0 if mode else 1)  # the sizes the symbolic graph was called with
     if symbolic.symbolic_refused is not None:
-        # a slice of a symbolic dim may leave a size of 1, which the ATen trace asks about
-        assert SLICE_REFUSAL in symbolic.symbolic_refused and slices_a_dim(program), symbolic.symbolic_refused
+        assert GUARD_REFUSAL in symbolic.symbolic_refused, symbolic.symbolic_refused
+        assert slices_a_dim(program) or has_strided_input(program), symbolic.symbolic_refused
         assert len(modules) == served, "kernels per size"
-        event("symbolic graph refused (a slice may leave a size of 1): kernels per size")
+        event("symbolic graph refused (a slice, or symbolic strides): kernels per size")
         return
     assert symbolic.signature is not None
     assert len(modules) == 1, "one module for every size"
@@ -218,12 +220,16 @@ def check_dynamic(program: Program, sizes: tuple, mode, backend: str) -> None:
         event("one symbolic module")
 
 
-SLICE_REFUSAL = "the ATen trace needs a new shape guard"
+GUARD_REFUSAL = "the ATen trace needs a new shape guard"
 
 
 def slices_a_dim(program: Program) -> bool:
     return any(step.draft.effect == "view" and "[" in step.draft.code and ":" in step.draft.code
                for step in program.steps)
+
+
+def has_strided_input(program: Program) -> bool:
+    return any(spec.layout == "strided" and "n" in spec.shape for spec in program.inputs)
 
 
 @examples(0.15)

@@ -33,7 +33,8 @@ class PointwiseRule:
 # - relu/maximum/minimum/clamp use tl.where so that NaN propagates as in ATen
 #   (tl.maximum returns the non-NaN operand).
 # - tanh has no tl/tl.math function that runs in the interpreter; tanh(x) = 2*sigmoid(2x) - 1
-#   is exact in real arithmetic and stable in float32 at both tails.
+#   is exact in real arithmetic and stable in float32 at both tails; below 2**-12 it
+#   cancels (and makes -0.0 +0.0) where tanh(x) rounds to x itself.
 POINTWISE_RULES: dict[PointwiseOp, PointwiseRule] = {
     PointwiseOp.IDENTITY: PointwiseRule("{0}"),
     PointwiseOp.ADD: PointwiseRule("{0} + {1}"),
@@ -62,7 +63,7 @@ POINTWISE_RULES: dict[PointwiseOp, PointwiseRule] = {
     PointwiseOp.FLOOR: PointwiseRule("tl.floor({0})"),
     PointwiseOp.CEIL: PointwiseRule("tl.ceil({0})"),
     PointwiseOp.SIGMOID: PointwiseRule("tl.sigmoid({0})"),
-    PointwiseOp.TANH: PointwiseRule("2.0 * tl.sigmoid(2.0 * {0}) - 1.0"),
+    PointwiseOp.TANH: PointwiseRule("tl.where(tl.abs({0}) < 0.000244140625, {0}, 2.0 * tl.sigmoid(2.0 * {0}) - 1.0)"),
     PointwiseOp.RELU: PointwiseRule("tl.where({0} < 0, 0, {0})"),
     PointwiseOp.MAXIMUM: PointwiseRule("tl.where(({0} > {1}) | ({0} != {0}), {0}, {1})"),
     PointwiseOp.MINIMUM: PointwiseRule("tl.where(({0} < {1}) | ({0} != {0}), {0}, {1})"),

@@ -42,7 +42,8 @@
 //   fd_maximum fd_minimum fd_clamp fd_clamp_min fd_clamp_max fd_relu: ATen's NaN and signed-zero
 //                                    behaviour (see "Maximum, minimum, clamp")
 //   fd_half fd_bfloat16 fd_to_float fd_float_to_half fd_float_to_bfloat16 fd_bool_load/store
-//   fd_float_to_int32 fd_float_to_int64 (and int16/int8/uint8): tensor.to(int) semantics
+//   fd_float_to_int32 fd_float_to_int64 (and int16/int8/uint8): tensor.to(int) semantics;
+//   fd_int64_to<T>: an int64 to float or double (a signed zero g++ would fold in)
 #pragma once
 
 #include <algorithm>
@@ -50,6 +51,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #if defined(__GNUC__)
 #define FD_INLINE static inline __attribute__((always_inline))
@@ -789,3 +791,19 @@ FD_INLINE int8_t fd_float_to_int8(T x) { return static_cast<int8_t>(fd_float_to_
 // multiples of 256.
 FD_INLINE uint8_t fd_float_to_uint8(float x) { return static_cast<uint8_t>(fd_float_to_int32(x)); }
 FD_INLINE uint8_t fd_float_to_uint8(double x) { return static_cast<uint8_t>(fd_float_to_int64(x)); }
+
+// An int64 converted to a float type. Where the ISA has no vector int64 conversion (SSE4.1,
+// AVX2), g++ 12 under -fno-trapping-math folds float -> int64 -> float into trunc(x), and
+// trunc keeps the -0.0 of a negative fraction, which no integer converts to (tensor.to(int)
+// of -0.5 then .float() is +0.0). Adding +0 does not help (g++ knows a converted integer
+// is never -0.0 and drops it); the zero's sign bit is cleared on the bits instead.
+template <typename T>
+FD_INLINE T fd_int64_to(int64_t v) {
+  using Bits = typename std::conditional<sizeof(T) == 4, uint32_t, uint64_t>::type;
+  T f = static_cast<T>(v);
+  Bits bits;
+  std::memcpy(&bits, &f, sizeof(T));
+  bits &= v == 0 ? ~(Bits(1) << (8 * sizeof(T) - 1)) : ~Bits(0);
+  std::memcpy(&f, &bits, sizeof(T));
+  return f;
+}
