@@ -51,7 +51,6 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
-#include <type_traits>
 
 #if defined(__GNUC__)
 #define FD_INLINE static inline __attribute__((always_inline))
@@ -793,17 +792,14 @@ FD_INLINE uint8_t fd_float_to_uint8(float x) { return static_cast<uint8_t>(fd_fl
 FD_INLINE uint8_t fd_float_to_uint8(double x) { return static_cast<uint8_t>(fd_float_to_int64(x)); }
 
 // An int64 converted to a float type. Where the ISA has no vector int64 conversion (SSE4.1,
-// AVX2), g++ 12 under -fno-trapping-math folds float -> int64 -> float into trunc(x), and
-// trunc keeps the -0.0 of a negative fraction, which no integer converts to (tensor.to(int)
-// of -0.5 then .float() is +0.0). Adding +0 does not help (g++ knows a converted integer
-// is never -0.0 and drops it); the zero's sign bit is cleared on the bits instead.
+// AVX2, and a loop's scalar remainder on AVX-512), g++ 12 under -fno-trapping-math folds
+// float -> int64 -> float into trunc(x), and trunc keeps the -0.0 of a negative fraction,
+// which no integer converts to (tensor.to(int) of -0.5, then .float(), is +0.0). Adding +0
+// does not help (g++ knows a converted integer is never -0.0 and drops it), clearing the
+// sign bit through memcpy crashed g++ 12's SLP vectorizer; a select of +0 for 0 is kept.
+// (It leaves a float -> int64 -> float loop scalar; an int64 load -> float still vectorizes.)
 template <typename T>
 FD_INLINE T fd_int64_to(int64_t v) {
-  using Bits = typename std::conditional<sizeof(T) == 4, uint32_t, uint64_t>::type;
   T f = static_cast<T>(v);
-  Bits bits;
-  std::memcpy(&bits, &f, sizeof(T));
-  bits &= v == 0 ? ~(Bits(1) << (8 * sizeof(T) - 1)) : ~Bits(0);
-  std::memcpy(&f, &bits, sizeof(T));
-  return f;
+  return v == 0 ? T(0) : f;
 }
