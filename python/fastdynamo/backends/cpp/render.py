@@ -66,6 +66,7 @@ class _KernelWriter:
         self.group = group
         self.nodes = schedule.graph.node_map()
         self.meta = schedule.graph.buffer_meta()
+        self.aliased = {name for pair in schedule.in_place.items() for name in pair}
         self.members = set(group.members)
         self.size_names = sorted(schedule.graph.size_bindings)
         self.params: list = []
@@ -346,7 +347,9 @@ class _KernelWriter:
         for position, name in enumerate(self.params):
             kind = cpp_type(self.meta[name][2])
             const = "" if name in self.written else "const "
-            lines.append(f"    {const}{kind}* __restrict__ {name} = static_cast<{const}{kind}*>(fd_buffers[{position}]);")
+            # a buffer written into an input the kernel reads aliases it (in_place.py)
+            restrict = "" if name in self.aliased else " __restrict__"
+            lines.append(f"    {const}{kind}*{restrict} {name} = static_cast<{const}{kind}*>(fd_buffers[{position}]);")
         for position, name in enumerate(used):
             lines.append(f"    const int64_t {name} = fd_sizes[{position}];")
         lines.append(f"    const int64_t {THREADS} = fd_sizes[{len(used)}];")

@@ -14,6 +14,7 @@ torch's key order), stored as ``opt.state[param]`` after the graph; ``{}`` other
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -110,9 +111,11 @@ def adam_update(group: GroupUpdate, p: ParameterUpdate) -> dict[str, VariableTra
     elif set(state) != {"step", "exp_avg", "exp_avg_sq"}:
         raise unsupported(f"step: Adam state with keys {sorted(state)} is not modelled")
     beta1, beta2 = o["betas"]
-    grad = ops.call(torch.neg, p.grad) if o["maximize"] else p.grad
     step = state["step"]
+    # (the counter first: the kernels fuse in program order, and the 0-d counter's kernel
+    # must not come between the gradient's negation and its readers)
     ops.method(step, "add_", 1)
+    grad = ops.call(torch.neg, p.grad) if o["maximize"] else p.grad
     if o["weight_decay"] != 0:
         if o["decoupled_weight_decay"]:
             # param.mul_(1 - lr * weight_decay): 1 + (-(lr * wd)) is that double exactly
@@ -123,13 +126,22 @@ def adam_update(group: GroupUpdate, p: ParameterUpdate) -> dict[str, VariableTra
     ops.method(exp_avg, "lerp_", grad, 1 - beta1)
     ops.method(ops.method(exp_avg_sq, "mul_", beta2), "addcmul_", grad, grad, value=1 - beta2)
     step64 = ops.method(step, "to", torch.float64)
-    bias_correction1 = ops.call(torch.rsub, ops.call(torch.pow, beta1, step64), 1)
-    bias_correction2 = ops.call(torch.rsub, ops.call(torch.pow, beta2, step64), 1)
+    bias_correction1 = ops.call(torch.rsub, _power(ops, beta1, step64), 1)
+    bias_correction2 = ops.call(torch.rsub, _power(ops, beta2, step64), 1)
     negated_step_size = ops.call(torch.neg, ops.call(torch.div, group.lr, bias_correction1))
     denom = ops.call(torch.div, ops.call(torch.sqrt, exp_avg_sq), ops.call(torch.sqrt, bias_correction2))
     denom = ops.method(denom, "add_", o["eps"])
     ops.method(p.param, "add_", ops.call(torch.div, ops.call(torch.mul, exp_avg, negated_step_size), denom))
     return new_state
+
+
+def _power(ops: Ops, base: float, exponent: VariableTracker) -> VariableTracker:
+    """``base ** exponent`` (a float64 tensor) as ``exp(exponent * log(base))``: a
+    pointwise op the kernels fuse (ATen's ``pow(Scalar, Tensor)`` is an extern there),
+    within a few double ulps of the Python float torch computes."""
+    if not 0 < base:
+        return ops.call(torch.pow, base, exponent)
+    return ops.call(torch.exp, ops.call(torch.mul, exponent, math.log(base)))
 
 
 def _scalar_dtype() -> torch.dtype:
