@@ -211,16 +211,17 @@ class DictItemsSource(Source):
 @_hashed_once
 @dataclass(frozen=True)
 class CallSource(Source):
-    """``function(base)`` for a function of the compiler's own that runs no user code
-    and has a ``__name__`` (an optimizer's per-parameter state, a float wrapped as a
-    tensor: :mod:`fastdynamo.capture.variables.optimizers`). The same function object
-    for the same read, so guards share it (the native accessor is keyed by address)."""
+    """``function(base)`` for a function that runs no user code (an optimizer's
+    per-parameter state, a float wrapped as a tensor:
+    :mod:`fastdynamo.capture.variables.optimizers`). The same function object for the
+    same read, so guards share it (the native accessor is keyed by address)."""
 
     base: Source
     function: Callable[[Any], Any]
+    label: str = ""  # the name, for a function without ``__name__`` (``operator.methodcaller``)
 
     def name(self) -> str:
-        return f"{getattr(self.function, '__name__', '?')}({self.base.name()})"
+        return f"{self.label or getattr(self.function, '__name__', '?')}({self.base.name()})"
 
     def spec(self) -> tuple:
         return ("call", self.base.spec(), self.function)
