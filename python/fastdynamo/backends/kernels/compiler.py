@@ -43,7 +43,7 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensor
 from torch.utils import _pytree as pytree
 
-from . import cache
+from . import cache, runtime
 from .choice import Choice, choose
 from .fusion import fuse
 from .lowering import UnsupportedGraph, attribute_names, attribute_values, lower, trace_aten
@@ -144,15 +144,30 @@ def _needs_autograd(gm: torch.fx.GraphModule, enables_grad: bool, tensors: list)
 
 
 def _all_ops_without_grad(gm: torch.fx.GraphModule) -> bool:
-    """Every op of ``gm`` runs with grad mode off, and the mode it ends in is the one it
-    started in (the generated module does not switch modes)."""
+    """Every op of ``gm`` runs with grad mode off (or is a ``detach``), and the mode it
+    ends in is the one it started in (the generated module does not switch modes)."""
     start = mode = torch.is_grad_enabled()
     for node in gm.graph.nodes:
         if node.op == "call_function" and node.target is torch._C._set_grad_enabled:
             mode = bool(node.args[0])
-        elif node.op in ("call_function", "call_method", "call_module") and mode:
+        elif node.op in ("call_function", "call_method", "call_module") and mode \
+                and node.target not in _GRAD_FREE:
             return False
     return mode == start
+
+
+def _grad_free_ops() -> frozenset:
+    """Ops whose result never requires grad, whatever the mode (``loss.detach()`` after a
+    step): a module returns such a view of an input through ``runtime.reinterpret``,
+    which must then not record autograd either (torch's C++ fast path does not; the
+    ``as_strided`` fallback would)."""
+    with torch.enable_grad():
+        if runtime.reinterpret(torch.zeros(1, requires_grad=True), (1,), (1,), 0).requires_grad:
+            return frozenset()
+    return frozenset({"detach", torch.detach, torch.Tensor.detach, torch.ops.aten.detach.default})
+
+
+_GRAD_FREE = _grad_free_ops()
 
 
 def _enables_grad(gm: torch.fx.GraphModule) -> bool:

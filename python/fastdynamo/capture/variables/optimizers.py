@@ -21,6 +21,8 @@ guarded, not its value), so a new ``lr`` does not recompile. Every other option 
 guarded by value. Anything not modelled (``fused``, ``capturable``, ``differentiable``,
 ``amsgrad``, a closure, hooks, sparse or complex gradients, a tensor ``lr``, a subclass)
 is :class:`~fastdynamo.exc.Unsupported`: the call runs as Python, with the reason.
+``opt.zero_grad()`` (``set_to_none=True``) is modelled too: ``p.grad = None`` for every
+parameter, replayed after the graph.
 
 >>> float_as_tensor(0.1).dtype
 torch.float64
@@ -128,6 +130,8 @@ class OptimizerVariable(TorchFunctionVariable):
     def var_getattr(self, tx, name: str) -> VariableTracker:
         if name == "step":
             return OptimizerStepVariable(self)
+        if name == "zero_grad":
+            return OptimizerZeroGradVariable(self)
         return super().var_getattr(tx, name)
 
     def describe(self) -> str:
@@ -156,6 +160,61 @@ class OptimizerStepVariable(VariableTracker):
 
     def describe(self) -> str:
         return f"OptimizerStepVariable({type(self.optimizer.fn).__name__})"
+
+
+def zero_grad_conditions(opt: Any) -> tuple:
+    """``zero_grad`` is torch's (the class's, none on the instance), read by a guard."""
+    return (_unwrapped(type(opt).zero_grad) is _ZERO_GRAD, "zero_grad" not in opt.__dict__)
+
+
+_ZERO_GRAD = inspect.unwrap(torch.optim.Optimizer.zero_grad)
+
+
+class _Located(VariableTracker):
+    """Only a source: the parameter whose ``grad`` a modelled ``zero_grad`` stores."""
+
+    def __init__(self, source: Source):
+        self.source = source
+
+
+class OptimizerZeroGradVariable(VariableTracker):
+    """``opt.zero_grad`` before it is called: with ``set_to_none=True`` (torch's default)
+    it is ``p.grad = None`` for every parameter of every group, replayed after the graph
+    (setting ``None`` where it already is changes nothing, so the gradients need no
+    guard); the parameters are pinned by identity at their positions."""
+
+    def __init__(self, optimizer: OptimizerVariable):
+        self.optimizer = optimizer
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        flag = args[0] if args else kwargs.get("set_to_none")
+        if len(args) + len(kwargs) > 1 or (flag is not None and not (
+                flag.is_python_constant() and flag.as_python_constant() is True)):
+            raise unsupported("zero_grad: only set_to_none=True is modelled")
+        opt, source = self.optimizer.fn, self.optimizer.source
+        conditions = zero_grad_conditions(opt)
+        if source is None or conditions != (True, True):
+            raise unsupported(f"zero_grad of {type(opt).__name__}: a changed zero_grad is not modelled")
+        tx.output.add_guard(CallSource(source, zero_grad_conditions), equals(conditions))
+        groups = AttrSource(source, "param_groups")
+        tx.output.add_guard(groups, type_is(list))
+        tx.output.add_guard(groups, len_is(len(opt.param_groups)))
+        for index, group in enumerate(opt.param_groups):
+            params_source = ItemSource(ItemSource(groups, index), "params")
+            if type(group) is not dict or type(group.get("params")) is not list:
+                raise unsupported("zero_grad: a parameter group that is not a dict of a list")
+            tx.output.add_guard(ItemSource(groups, index), type_is(dict))
+            tx.output.add_guard(params_source, type_is(list))
+            tx.output.add_guard(params_source, len_is(len(group["params"])))
+            for position, param in enumerate(group["params"]):
+                param_source = ItemSource(params_source, position)
+                tx.output.add_guard(param_source, id_is(param))
+                tx.output.side_effects.store_attr(_Located(param_source), param, "grad", ConstantVariable(None),
+                                                  pinned=True, where=where_of(tx))
+        return ConstantVariable(None)
+
+    def describe(self) -> str:
+        return f"OptimizerZeroGradVariable({type(self.optimizer.fn).__name__})"
 
 
 class _StepTrace:
@@ -235,6 +294,8 @@ class _StepTrace:
                    reads_state: bool) -> ParameterUpdate | None:
         if type(param) not in (torch.Tensor, torch.nn.Parameter):
             raise unsupported(f"step: a parameter of type {type(param).__qualname__}")
+        if self.tx.output.side_effects.load_attr(param, "grad") is not None:
+            raise unsupported("step: a gradient the frame changed (zero_grad before step) is not modelled")
         grad_source = AttrSource(source, "grad")
         grad = param.grad
         if grad is None:
@@ -268,5 +329,5 @@ class _StepTrace:
         return ParameterUpdate(param_var, grad_var, source, tensors, state_source)
 
 
-__all__ = ["OptimizerVariable", "OptimizerStepVariable", "float_as_tensor",
+__all__ = ["OptimizerVariable", "OptimizerStepVariable", "OptimizerZeroGradVariable", "zero_grad_conditions", "float_as_tensor",
            "instance_step", "is_modelled_optimizer", "optimizer_of_step", "step_conditions"]
