@@ -36,9 +36,9 @@ def model() -> torch.nn.Module:
     return torch.nn.Sequential(torch.nn.Linear(6, 16), torch.nn.ReLU(), torch.nn.Linear(16, 3))
 
 
-def pair(name: str):
+def pair(name: str, dtype: torch.dtype = torch.float32):
     cls, options = CASES[name]
-    eager_model, compiled_model = model(), model()
+    eager_model, compiled_model = model().to(dtype), model().to(dtype)
     return (eager_model, cls(eager_model.parameters(), **options),
             compiled_model, cls(compiled_model.parameters(), **options))
 
@@ -46,7 +46,7 @@ def pair(name: str):
 def set_grads(module: torch.nn.Module, seed: int) -> None:
     generator = torch.Generator().manual_seed(seed)
     for p in module.parameters():
-        p.grad = torch.randn(p.shape, generator=generator)
+        p.grad = torch.randn(p.shape, generator=generator).to(p.dtype)
 
 
 def assert_same_state(eager_model, eager_opt, compiled_model, compiled_opt) -> None:
@@ -83,6 +83,18 @@ def test_compiled_step_equals_eager(name):
     if STATEFUL.get(name, 2) == 2:  # the later steps write every tensor in place: no copies
         source = open(recorder.captures[-1].compiled_fn.source_path).read()
         assert ".copy_(" not in source and "# the input, written in place" in source
+
+
+@pytest.mark.parametrize("name", ["sgd-momentum", "adamw"])
+def test_float64_parameters(name):
+    eager_model, eager_opt, compiled_model, opt = pair(name, torch.float64)
+    step = fastdynamo.compile(opt.step)
+    for i in range(3):
+        set_grads(eager_model, i)
+        set_grads(compiled_model, i)
+        eager_opt.step()
+        step()
+        assert_same_state(eager_model, eager_opt, compiled_model, opt)
 
 
 def test_state_and_groups_stay_the_users():

@@ -72,6 +72,23 @@ def test_written_inputs_get_eager_values(fn):
         assert "arg0.copy_(" in source or "# the input, written in place" in source
 
 
+def test_written_input_sharing_memory_with_another_runs_the_aten_ops():
+    # kernels compute from the inputs' values on entry: with y a view of x, eager's
+    # ``y + 1`` reads the doubled x
+    compiled = compile_graph(torch.fx.symbolic_trace(_write_then_read_other), [torch.ones(4), torch.ones(4)])
+    assert compiled.fallback_reason is None and compiled.kernel_count >= 1
+    x, expected_x = torch.ones(4), torch.ones(4)
+    torch.testing.assert_close(compiled(x, x[:]), _write_then_read_other(expected_x, expected_x[:]))
+    assert torch.equal(x, expected_x) and x.tolist() == [2.0] * 4
+    x, y = torch.ones(4), torch.ones(4)  # separate memory: the kernels
+    assert compiled(x, y).tolist() == [2.0] * 4 and x.tolist() == [2.0] * 4
+
+
+def _write_then_read_other(x, y):
+    x.mul_(2)
+    return y + 1
+
+
 def _through_view(x):
     x.unfold(0, 1, 1).add_(1)
     return x * 1

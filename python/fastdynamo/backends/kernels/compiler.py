@@ -280,7 +280,9 @@ class CompiledGraph:
                 return self._use_aten(reason, example_inputs)
         if getattr(module, "WRITES_INPUTS", False) and getattr(module, "ATEN_FORWARD", None) is None:
             # (a module serves one graph code: any graph that loads it runs the same ops)
-            setattr(module, "ATEN_FORWARD", aten_forward(self.gm, "inputs share memory"))  # noqa: B010
+            aten = aten_forward(self.gm, "inputs share memory")
+            # (returning the flat tuple of outputs, as the module's forward does)
+            setattr(module, "ATEN_FORWARD", lambda *args: tuple(pytree.tree_leaves(aten(*args))))  # noqa: B010
         self.specialisations[inputs_key(example_inputs)] = module
         self.module = module
         self.fallback_reason = module.FALLBACK_REASON
