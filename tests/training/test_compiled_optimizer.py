@@ -26,6 +26,10 @@ CASES = {
     "adam-weight-decay": (torch.optim.Adam, {"lr": 1e-2, "weight_decay": 0.1, "betas": (0.8, 0.99)}),
     "adamw": (torch.optim.AdamW, {"lr": 1e-2, "weight_decay": 0.1}),
     "adam-maximize": (torch.optim.Adam, {"lr": 1e-2, "maximize": True, "eps": 1e-6}),
+    "sgd-maximize": (torch.optim.SGD, {"lr": 0.1, "momentum": 0.5, "dampening": 0.1, "maximize": True}),
+    # foreach=True on the CPU: eager runs torch's foreach path, the graph the same update
+    "adam-foreach": (torch.optim.Adam, {"lr": 1e-2, "foreach": True, "weight_decay": 0.01}),
+    "sgd-foreach": (torch.optim.SGD, {"lr": 0.1, "momentum": 0.9, "foreach": True}),
 }
 # captures of N >= 2 steps: state made by the first step, read by the next ones
 STATEFUL = {"sgd": 1}
