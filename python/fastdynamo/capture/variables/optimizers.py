@@ -329,5 +329,5 @@ class _StepTrace:
         return ParameterUpdate(param_var, grad_var, source, tensors, state_source)
 
 
-__all__ = ["OptimizerVariable", "OptimizerStepVariable", "OptimizerZeroGradVariable", "zero_grad_conditions", "float_as_tensor",
-           "instance_step", "is_modelled_optimizer", "optimizer_of_step", "step_conditions"]
+__all__ = ["OptimizerStepVariable", "OptimizerVariable", "OptimizerZeroGradVariable", "float_as_tensor",
+           "instance_step", "is_modelled_optimizer", "optimizer_of_step", "step_conditions", "zero_grad_conditions"]
