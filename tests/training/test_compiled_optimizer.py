@@ -87,6 +87,9 @@ def test_compiled_step_equals_eager(name):
     if STATEFUL.get(name, 2) == 2:  # the later steps write every tensor in place: no copies
         source = open(recorder.captures[-1].compiled_fn.source_path).read()
         assert ".copy_(" not in source and "# the input, written in place" in source
+        # Adam's bias corrections (exp in double, of the 0-d step) once per kernel, before its loop
+        exps = [line for line in source.splitlines() if "fd_exp(" in line]
+        assert all(line.startswith("    const ") for line in exps) and (name.startswith("sgd") or exps)
 
 
 @pytest.mark.parametrize("name", ["sgd-momentum", "adamw"])
