@@ -1,4 +1,5 @@
-"""Adam's ``opt.step()`` over a tiny transformer's parameters: eager against
+"""Adam's ``opt.step()`` over a tiny transformer's parameters (and over one parameter of
+2^20 elements, where the kernels' arithmetic dominates): eager against
 ``torch.compile(opt.step)`` (Inductor) and ``fastdynamo.compile(opt.step)`` (the default
 backend's C++ kernels: one fused kernel per parameter), one thread.
 
@@ -50,22 +51,24 @@ def timed(fn) -> float:
     return time.perf_counter() - start
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--rounds", type=int, default=15)
-    parser.add_argument("--calls", type=int, default=20)
-    parser.add_argument("--no-inductor", action="store_true")
-    args = parser.parse_args()
-    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
+def one_large_parameter() -> torch.nn.Module:
+    torch.manual_seed(0)
+    return torch.nn.ParameterList([torch.nn.Parameter(torch.randn(1 << 20))])
+
+
+MODELS = {"a tiny transformer": tiny_transformer, "one 2^20-element parameter": one_large_parameter}
+
+
+def run(title: str, build, args) -> None:
     systems = ["eager", "fastdynamo"] + ([] if args.no_inductor else ["torch.compile"])
-    models = {name: with_gradients(tiny_transformer()) for name in systems}
+    models = {name: with_gradients(build()) for name in systems}
     optimizers = {name: torch.optim.Adam(model.parameters(), lr=1e-3) for name, model in models.items()}
     steps = {"eager": optimizers["eager"].step, "fastdynamo": fastdynamo.compile(optimizers["fastdynamo"].step)}
     if "torch.compile" in systems:
         steps["torch.compile"] = torch.compile(optimizers["torch.compile"].step)
     params = sum(p.numel() for p in models["eager"].parameters())
     tensors = len(list(models["eager"].parameters()))
-    print(f"Adam over a tiny transformer: {tensors} parameter tensors, {params} elements; "
+    print(f"\nAdam over {title}: {tensors} parameter tensors, {params} elements; "
           f"{torch.get_num_threads()} thread(s); torch {torch.__version__}")
     first = {name: (timed(step), timed(step)) for name, step in steps.items()}
     samples = interleaved(steps, calls=args.calls, rounds=args.rounds)
@@ -79,6 +82,17 @@ def main() -> None:
                                                                models[name].parameters(), strict=True))
         print(f"{name:<14} {one * 1e3:>8.1f}ms {two * 1e3:>8.1f}ms {warm[name] * 1e6:>8.0f}us "
               f"{warm['eager'] / warm[name]:>8.2f}x {diff:>28.2e}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--calls", type=int, default=20)
+    parser.add_argument("--no-inductor", action="store_true")
+    args = parser.parse_args()
+    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
+    for title, build in MODELS.items():
+        run(title, build, args)
 
 
 if __name__ == "__main__":
