@@ -122,8 +122,9 @@ def _optimizer_step_entry(target: Any) -> types.FunctionType | None:
     """For ``opt.step`` of an optimizer whose step capture models (SGD, Adam, AdamW): a
     function of the optimizer that calls it (compiled, then bound to ``opt``); torch's own
     ``step`` frame is a profiler wrapper over ``*args``, library code the frame hook
-    skips (``opt.step`` after an LR scheduler patched it is its wrapper, modelled too). A new code object per compiled step, so each keeps its own cache entries.
-    None for anything else.
+    skips (``opt.step`` after an LR scheduler patched it is its wrapper, modelled too).
+    A new code object per compiled step, so each keeps its own cache entries. None for
+    anything else.
 
     >>> opt = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1)
     >>> _optimizer_step_entry(opt.step).__name__
