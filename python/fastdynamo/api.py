@@ -17,6 +17,7 @@ import torch
 
 from ._runtime import native
 from .backends import DEFAULT_BACKEND, Backend, lookup_backend
+from .capture.variables.optimizers import optimizer_of_step
 
 
 def _entry_code(fn: Any):
@@ -113,6 +114,32 @@ def _dispatcher(target: Any, callback: Any, module: bool) -> Any:
     return make(target, callback)
 
 
+def _optimizer_step(optimizer: Any, closure: Any = None) -> Any:
+    return optimizer.step(closure)
+
+
+def _optimizer_step_entry(target: Any) -> types.FunctionType | None:
+    """For ``opt.step`` of an optimizer whose step capture models (SGD, Adam, AdamW): a
+    function of the optimizer that calls it (compiled, then bound to ``opt``); torch's own
+    ``step`` frame is a profiler wrapper over ``*args``, library code the frame hook
+    skips (``opt.step`` after an LR scheduler patched it is its wrapper, modelled too).
+    A new code object per compiled step, so each keeps its own cache entries. None for
+    anything else.
+
+    >>> opt = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1)
+    >>> _optimizer_step_entry(opt.step).__name__
+    'SGD.step'
+    """
+    owner = optimizer_of_step(target)
+    if owner is None:
+        return None
+    name = f"{type(owner).__name__}.step"
+    step = types.FunctionType(_optimizer_step.__code__.replace(co_name=name), _optimizer_step.__globals__,
+                              name, _optimizer_step.__defaults__)
+    step.__qualname__ = name
+    return step
+
+
 def compile(fn_or_module: Any = None, *, backend: str | Backend = DEFAULT_BACKEND, fullgraph: bool = False,
             dynamic: bool | None = None, _recorder: Any = None) -> Any:
     """Compile a function or an ``nn.Module``; usable as a decorator with or without
@@ -154,6 +181,11 @@ def compile(fn_or_module: Any = None, *, backend: str | Backend = DEFAULT_BACKEN
     if not callable(fn_or_module):
         raise TypeError(f"fastdynamo.compile expects a function or an nn.Module, got "
                         f"{type(fn_or_module).__name__}")
+    step = _optimizer_step_entry(fn_or_module)
+    if step is not None:
+        compiled_step = compile(step, backend=backend, fullgraph=fullgraph, dynamic=dynamic, _recorder=_recorder)
+        compiled_step._fastdynamo_original = fn_or_module
+        return types.MethodType(compiled_step, optimizer_of_step(fn_or_module))
     entry = _entry_code(fn_or_module)
     callback = _make_callback(backend, fullgraph, {entry} if entry else set(), _recorder, dynamic)
     fn = fn_or_module

@@ -49,6 +49,7 @@ from .variables.environ import wrap_environ
 from .variables.functions import PartialVariable, UserFunctionVariable, UserMethodVariable
 from .variables.misc import ClassVariable, PythonModuleVariable, UserObjectVariable, is_trusted_module
 from .variables.nn_module import NNModuleVariable
+from .variables.optimizers import OptimizerVariable, is_modelled_optimizer
 from .variables.symbolic import size_variable
 from .variables.torch_functions import (
     GradModeExitVariable,
@@ -272,6 +273,9 @@ def wrap_value(tx, value: Any, source: Source | None) -> VariableTracker:
     if is_is_compiling(value):
         guard(id_is(value))
         return TorchFunctionVariable(value, source)
+    if is_modelled_optimizer(value):
+        guard(id_is(value))
+        return OptimizerVariable(value, source)
     if is_torch_callable(value) and not isinstance(value, type):
         guard(id_is(value))
         return TorchFunctionVariable(value, source)

@@ -63,6 +63,7 @@ from ..exc import Unsupported, unsupported
 from ..guards import Guard, distinct_objects, id_is, same_object
 from ..guards.sources import (
     AttrSource,
+    CallSource,
     ClosureSource,
     GenericAttrSource,
     GlobalSource,
@@ -141,9 +142,13 @@ class SideEffects:
         self._related_entries: dict[int, _Tracked] = {}
         self._distinct_kinds: list[Any] = []
         self._fresh: set[int] = set()
+        # entries added to a dict from outside, keyed by objects (an optimizer's lazily made
+        # state, ``opt.state[param] = {...}``) or into it: (dict source, key source or None,
+        # items, where)
+        self._keyed_entries: list[tuple[Source, Source | None, dict[str, VariableTracker], Where | None]] = []
 
     def __bool__(self) -> bool:
-        return bool(self._stores or self._containers)
+        return bool(self._stores or self._containers or self._keyed_entries)
 
     # -- identity -------------------------------------------------------------------
     def tracked_variable(self, obj: Any, source: Source) -> VariableTracker | None:
@@ -349,6 +354,14 @@ class SideEffects:
         self._mark_mutated(entry.obj, source, entry.pinned)
         self._containers.setdefault(id(var), (var, source, where))
 
+    def add_keyed_entry(self, dict_source: Source, key_source: Source | None, items: dict[str, VariableTracker],
+                        where: Where | None = None) -> None:
+        """``d[key] = {items}`` after the graph, for a dict ``d`` the trace only reads
+        through keys it does not otherwise model (an optimizer's ``state``, keyed by
+        parameters). Replayed as ``dict.update(d, {key: {items}})``: other keys stay.
+        Without ``key_source``, ``dict.update(d, {items})``: ``d`` itself gets the items."""
+        self._keyed_entries.append((dict_source, key_source, items, where))
+
     def _record(self, key: tuple, store: _Store) -> None:
         previous = self._stores.get(key)
         if previous is not None:
@@ -381,6 +394,11 @@ class SideEffects:
                 entries = BuildDict([(Constant(k), _plan(builder, v, where, what)) for k, v in var.items.items()])
                 # pops and an update (not clear + update): the caller's order stays
                 effects.append(ReplaceDict(FromSource(source), entries, deleted=tuple(var.deleted_keys)))
+        for dict_source, key_source, new_items, where in self._keyed_entries:
+            what = f"the new entry of {dict_source.name()}"
+            made = BuildDict([(Constant(k), _plan(builder, v, where, what)) for k, v in new_items.items()])
+            entry = made if key_source is None else BuildDict([(FromSource(key_source), made)])
+            effects.append(ReplaceDict(FromSource(dict_source), entry, deleted=()))
         return effects
 
 
@@ -389,7 +407,7 @@ def _bases(source: Source | None) -> Iterator[Source]:
     while source is not None:
         yield source
         source = source.base if isinstance(source, (AttrSource, GenericAttrSource, ItemSource, TypeSource,
-                                                    WeakRefCallSource)) \
+                                                    WeakRefCallSource, CallSource)) \
             else None
 
 

@@ -208,6 +208,25 @@ class DictItemsSource(Source):
         return ("call", self.base.spec(), dict_items_of)
 
 
+@_hashed_once
+@dataclass(frozen=True)
+class CallSource(Source):
+    """``function(base)`` for a function that runs no user code (an optimizer's
+    per-parameter state, a float wrapped as a tensor:
+    :mod:`fastdynamo.capture.variables.optimizers`). The same function object for the
+    same read, so guards share it (the native accessor is keyed by address)."""
+
+    base: Source
+    function: Callable[[Any], Any]
+    label: str = ""  # the name, for a function without ``__name__`` (``operator.methodcaller``)
+
+    def name(self) -> str:
+        return f"{self.label or getattr(self.function, '__name__', '?')}({self.base.name()})"
+
+    def spec(self) -> tuple:
+        return ("call", self.base.spec(), self.function)
+
+
 def dict_items_of(obj: Any) -> dict:
     """``obj``'s own items (``obj`` a dict subclass instance) through the built-in
     methods only, in the built-in base's iteration order (an OrderedDict's own order).
@@ -253,4 +272,6 @@ def resolve(source: Source, f_locals: list[Any], f_globals: dict, f_builtins: di
         return reference()
     if isinstance(source, DictItemsSource):
         return dict_items_of(resolve(source.base, f_locals, f_globals, f_builtins, closure))
+    if isinstance(source, CallSource):
+        return source.function(resolve(source.base, f_locals, f_globals, f_builtins, closure))
     raise TypeError(f"not a source: {source!r}")

@@ -48,6 +48,7 @@ from ..bytecode import (
 from ..guards.sources import (
     AttrSource,
     BuiltinSource,
+    CallSource,
     ClosureSource,
     DictItemsSource,
     GenericAttrSource,
@@ -164,6 +165,9 @@ class _Emitter:
     def dict_items_of(self, source: DictItemsSource) -> list[Instruction]:
         return create_call_function([create_load_const(dict_items_of)], [self.source(source.base)])
 
+    def call_of(self, source: CallSource) -> list[Instruction]:
+        return create_call_function([create_load_const(source.function)], [self.source(source.base)])
+
     def type_of(self, source: TypeSource) -> list[Instruction]:
         # The builtin ``type`` itself as a constant: a global named ``type`` in user
         # code must not change what the guard saw.
@@ -265,6 +269,7 @@ _SOURCE_RULES = {
     TypeSource: _Emitter.type_of,
     WeakRefCallSource: _Emitter.weakref_call,
     DictItemsSource: _Emitter.dict_items_of,
+    CallSource: _Emitter.call_of,
 }
 _PLAN_RULES = {
     GraphOutput: _Emitter.graph_output,

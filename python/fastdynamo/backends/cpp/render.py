@@ -59,6 +59,11 @@ class _Value:
     text: str
     dtype: torch.dtype  # the compute dtype the value is held in
     literal: bool = False
+    invariant: bool = False  # the same at every element: computed once, before the loops
+
+
+def _invariant(values) -> bool:
+    return all(v.literal or v.invariant for v in values)
 
 
 class _KernelWriter:
@@ -66,6 +71,7 @@ class _KernelWriter:
         self.group = group
         self.nodes = schedule.graph.node_map()
         self.meta = schedule.graph.buffer_meta()
+        self.aliased = {name for pair in schedule.in_place.items() for name in pair}
         self.members = set(group.members)
         self.size_names = sorted(schedule.graph.size_bindings)
         self.params: list = []
@@ -73,6 +79,9 @@ class _KernelWriter:
         self.counter = 0
         self.reduction_values: dict = {}
         self.nest = self._loop_nest()
+        # values that read only 0-d buffers (an optimizer's lr and bias corrections: exp
+        # and divisions in double) are computed here, once, not at every element
+        self.hoisted = Scope("    ")
 
     # ---- the loop nest ---------------------------------------------------------------
     def _loop_nest(self):
@@ -108,14 +117,16 @@ class _KernelWriter:
         return indexing.substitute(expr, self.nest[2])
 
     # ---- values ------------------------------------------------------------------------
-    def emit(self, scope: Scope, key, text: str, dtype: torch.dtype) -> _Value:
+    def emit(self, scope: Scope, key, text: str, dtype: torch.dtype, invariant: bool = False) -> _Value:
         cached = scope.lookup(key)
         if cached is not None:
             return cached
+        if invariant:
+            scope = self.hoisted
         name = f"tmp{self.counter}"
         self.counter += 1
         scope.lines.append(f"{scope.indent}const {compute_type(dtype)} {name} = {text};")
-        value = _Value(name, dtype)
+        value = _Value(name, dtype, invariant=invariant)
         scope.cache[key] = value
         return value
 
@@ -136,7 +147,7 @@ class _KernelWriter:
             text = f"static_cast<{compute_type(target)}>({value.text})"
         if value.literal:
             return _Value(text, target, True)
-        return self.emit(scope, ("convert", value.text, target), text, target)
+        return self.emit(scope, ("convert", value.text, target), text, target, value.invariant)
 
     def value(self, scope: Scope, expr, var_map: dict) -> _Value:
         if isinstance(expr, Constant):
@@ -165,14 +176,14 @@ class _KernelWriter:
         expression = op_rules.POINTWISE_RULES[op.name].format(*(a.text for a in args))
         result = compute_dtype(op.dtype)
         return self.emit(scope, (op.name, tuple(a.text for a in args), result),
-                         f"static_cast<{compute_type(result)}>({expression})", result)
+                         f"static_cast<{compute_type(result)}>({expression})", result, _invariant(args))
 
     def cast(self, scope: Scope, value: _Value, target: torch.dtype) -> _Value:
         if target in op_rules.ROUNDINGS and value.dtype != target:
             # round through the narrow type: an explicit cast loses what ATen loses
             widened = self.convert(scope, value, torch.float32)
             text = op_rules.ROUNDINGS[target].format(widened.text)
-            return self.emit(scope, ("round", widened.text, target), text, torch.float32)
+            return self.emit(scope, ("round", widened.text, target), text, torch.float32, widened.invariant)
         return self.convert(scope, value, target)
 
     def load(self, scope: Scope, load: Load, var_map: dict) -> _Value:
@@ -183,14 +194,17 @@ class _KernelWriter:
             return self.value(scope, node.body, inner)
         if load.buffer in self.members and isinstance(node, ReductionNode):
             return self.reduction_values[node.name]
-        _, stride, dtype = self.meta[load.buffer]
+        shape, stride, dtype = self.meta[load.buffer]
         offset = self.place(indexing.linear_offset(index, stride))
         self.use_param(load.buffer)
-        text = f"{load.buffer}[{indexing.render(offset, sizes_cpp.SPELLING)}]"
+        rendered = indexing.render(offset, sizes_cpp.SPELLING)
+        text = f"{load.buffer}[{rendered}]"
         conversion = op_rules.LOAD_CONVERSIONS.get(dtype)
         if conversion is not None:
             text = conversion.format(text)
-        return self.emit(scope, ("load", text), text, compute_dtype(dtype))
+        # a 0-d buffer the kernel does not write reads the same element everywhere
+        invariant = len(shape) == 0 and rendered == "0" and load.buffer not in self.group.stores
+        return self.emit(scope, ("load", text), text, compute_dtype(dtype), invariant)
 
     def use_param(self, buffer: str) -> None:
         if buffer not in self.params:
@@ -301,7 +315,7 @@ class _KernelWriter:
 
     def render(self) -> CppKernel:
         x_loops, r_loops, _ = self.nest
-        top = Scope("    ")
+        top = Scope("    ", self.hoisted)
         if self.group.kind == "pointwise":
             self.loop_lines(top, x_loops, self.pointwise_body, "#pragma omp simd", self.parallel_pragma(x_loops))
         else:
@@ -344,13 +358,15 @@ class _KernelWriter:
             self.store(outer, name)
 
     def finish(self, top: Scope) -> CppKernel:
-        body = "\n".join(top.lines)
+        body = "\n".join(self.hoisted.lines + top.lines)
         used = [name for name in self.size_names if re.search(rf"\b{name}\b", body)]
         lines = [f"extern \"C\" void {self.group.name}(void* const* fd_buffers, const int64_t* fd_sizes) {{"]
         for position, name in enumerate(self.params):
             kind = cpp_type(self.meta[name][2])
             const = "" if name in self.written else "const "
-            lines.append(f"    {const}{kind}* __restrict__ {name} = static_cast<{const}{kind}*>(fd_buffers[{position}]);")
+            # a buffer written into an input the kernel reads aliases it (in_place.py)
+            restrict = "" if name in self.aliased else " __restrict__"
+            lines.append(f"    {const}{kind}*{restrict} {name} = static_cast<{const}{kind}*>(fd_buffers[{position}]);")
         for position, name in enumerate(used):
             lines.append(f"    const int64_t {name} = fd_sizes[{position}];")
         lines.append(f"    const int64_t {THREADS} = fd_sizes[{len(used)}];")

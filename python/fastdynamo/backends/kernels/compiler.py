@@ -43,7 +43,7 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensor
 from torch.utils import _pytree as pytree
 
-from . import cache
+from . import cache, runtime
 from .choice import Choice, choose
 from .fusion import fuse
 from .lowering import UnsupportedGraph, attribute_names, attribute_values, lower, trace_aten
@@ -109,7 +109,8 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, target: Kernel
     example_inputs = list(example_inputs)
     compiled = CompiledGraph(gm, target)
     reason = compiled.aten_reason(example_inputs, size_inputs=compiled.signature is not None)
-    if reason is None and _needs_autograd(compiled.enables_grad, example_inputs + attribute_values(gm, compiled.attribute_names)):
+    if reason is None and _needs_autograd(gm, compiled.enables_grad,
+                                          example_inputs + attribute_values(gm, compiled.attribute_names)):
         reason = NEEDS_AUTOGRAD
     if reason is None:
         compiled.specialise(example_inputs)
@@ -132,12 +133,41 @@ def aten_forward(gm: torch.fx.GraphModule, reason: str):
     return forward
 
 
-def _needs_autograd(enables_grad: bool, tensors: list) -> bool:
+def _needs_autograd(gm: torch.fx.GraphModule, enables_grad: bool, tensors: list) -> bool:
     """An input requires grad and grad mode is on when the graph starts, or the graph
-    switches it on (``enables_grad``: a graph resumed inside ``no_grad`` leaves the block)."""
+    switches it on (``enables_grad``: a graph resumed inside ``no_grad`` leaves the block);
+    unless every op runs under ``no_grad`` the graph itself enters and leaves (an
+    optimizer step: ``_set_grad_enabled(False)`` ... ``_set_grad_enabled(True)``)."""
     if not any(isinstance(t, torch.Tensor) and t.requires_grad for t in tensors):
         return False
-    return enables_grad or torch.is_grad_enabled()
+    return (enables_grad or torch.is_grad_enabled()) and not _all_ops_without_grad(gm)
+
+
+def _all_ops_without_grad(gm: torch.fx.GraphModule) -> bool:
+    """Every op of ``gm`` runs with grad mode off (or is a ``detach``), and the mode it
+    ends in is the one it started in (the generated module does not switch modes)."""
+    start = mode = torch.is_grad_enabled()
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and node.target is torch._C._set_grad_enabled:
+            mode = bool(node.args[0])
+        elif node.op in ("call_function", "call_method", "call_module") and mode \
+                and node.target not in _GRAD_FREE:
+            return False
+    return mode == start
+
+
+def _grad_free_ops() -> frozenset:
+    """Ops whose result never requires grad, whatever the mode (``loss.detach()`` after a
+    step): a module returns such a view of an input through ``runtime.reinterpret``,
+    which must then not record autograd either (torch's C++ fast path does not; the
+    ``as_strided`` fallback would)."""
+    with torch.enable_grad():
+        if runtime.reinterpret(torch.zeros(1, requires_grad=True), (1,), (1,), 0).requires_grad:
+            return frozenset()
+    return frozenset({"detach", torch.detach, torch.Tensor.detach, torch.ops.aten.detach.default})
+
+
+_GRAD_FREE = _grad_free_ops()
 
 
 def _enables_grad(gm: torch.fx.GraphModule) -> bool:
@@ -248,6 +278,11 @@ class CompiledGraph:
                 reason = f"the kernels do not pay ({self.choice.why})"
                 say_runs_aten(self.target, reason)
                 return self._use_aten(reason, example_inputs)
+        if getattr(module, "WRITES_INPUTS", False) and getattr(module, "ATEN_FORWARD", None) is None:
+            # (a module serves one graph code: any graph that loads it runs the same ops)
+            aten = aten_forward(self.gm, "inputs share memory")
+            # (returning the flat tuple of outputs, as the module's forward does)
+            setattr(module, "ATEN_FORWARD", lambda *args: tuple(pytree.tree_leaves(aten(*args))))  # noqa: B010
         self.specialisations[inputs_key(example_inputs)] = module
         self.module = module
         self.fallback_reason = module.FALLBACK_REASON
@@ -260,8 +295,9 @@ class CompiledGraph:
             return Choice(True, "the kernels, as the backend was asked for")
         file = getattr(module, "__file__", None)
         kept = Path(file).with_suffix(".choice.json") if file else None
+        inputs = _copies(example_inputs) if getattr(module, "WRITES_INPUTS", False) else list(example_inputs)
         return choose(module.KERNEL_COUNT, lambda *args: module.forward(*args, *attributes),
-                      lambda: aten_forward(self.gm, "measured"), list(example_inputs), kept)
+                      lambda: aten_forward(self.gm, "measured"), inputs, kept)
 
     def _key_prefix(self, tensors: list) -> tuple:
         """The parts of a cache key that do not depend on the inputs."""
@@ -306,7 +342,7 @@ class CompiledGraph:
             target_logger(self.target).warning("%s backend failed on a symbolic graph, kernels per size: %r",
                                                self.target.name, error, exc_info=True)
             return static_only_module(f"internal error: {error!r}")
-        refusal = _eager_refusal(self.gm, example_inputs)
+        refusal = _eager_refusal(self.gm, _copies(example_inputs) if graph.input_writes else example_inputs)
         return fallback_module(refusal) if refusal else source
 
     def _passes(self, graph, attribute_names: list) -> str:
@@ -325,7 +361,7 @@ class CompiledGraph:
             traced = trace_aten(self.gm, example_inputs, self.target.channels_last)
             graph = lower(traced.graph_module, traced.input_names)
             source = self._passes(graph, traced.attribute_names)
-            refusal = _eager_refusal(self.gm, example_inputs)
+            refusal = _eager_refusal(self.gm, _copies(example_inputs) if graph.input_writes else example_inputs)
             return fallback_module(refusal) if refusal else source
         except UnsupportedGraph as reason:
             return fallback_module(str(reason))
@@ -355,7 +391,7 @@ class CompiledGraph:
         if module is None or module.FALLBACK_REASON:
             return self._aten(*args)
         attributes = attribute_values(self.gm, self.attribute_names)
-        if _needs_autograd(self.enables_grad, [*args, *attributes]):
+        if _needs_autograd(self.gm, self.enables_grad, [*args, *attributes]):
             # Until training support exists, autograd needs the ATen ops.
             return self._aten(*args)
         flat = module.call(list(args) + attributes)
@@ -372,7 +408,8 @@ def _eager_refusal(gm: torch.fx.GraphModule, example_inputs: list) -> str | None
     ``abs`` on bool or ``softmax`` on int8, which meta kernels and the decompositions
     accept): the graph is run once on them, as ATen ops. The kernels would compute a value
     where eager raises, so such a graph runs as ATen ops, raising eager's error. Run only
-    for graphs that lowered to kernels (they write no input), with the RNG state kept."""
+    for graphs that lowered to kernels, with the RNG state kept (on copies of the inputs
+    when the graph writes some: :func:`_copies`)."""
     if any(isinstance(t, FakeTensor) for t in example_inputs):
         return None
     devices = [t.device for t in example_inputs if isinstance(t, torch.Tensor) and t.device.type == "cuda"]
@@ -382,6 +419,19 @@ def _eager_refusal(gm: torch.fx.GraphModule, example_inputs: list) -> str | None
     except Exception as error:  # noqa: BLE001 - whatever eager raises, the kernels must not hide
         return f"eager raises {type(error).__name__}: {str(error).splitlines()[0][:200] if str(error) else ''}"
     return None
+
+
+def _copies(example_inputs: list) -> list:
+    """The inputs, each tensor a copy with its strides, for running a graph that writes
+    to its inputs at compile time (the eager check, the measured choice) without changing
+    the caller's tensors."""
+    def copy(value):
+        if not isinstance(value, torch.Tensor):
+            return value
+        twin = torch.empty_strided(value.shape, value.stride(), dtype=value.dtype, device=value.device)
+        return twin.copy_(value.detach()).requires_grad_(value.requires_grad)
+    with torch.no_grad():
+        return [copy(value) for value in example_inputs]
 
 
 def _output_value(gm: torch.fx.GraphModule):

@@ -126,6 +126,8 @@ class Schedule:
     graph: KernelGraph
     steps: list
     realized: set
+    # buffer -> the input a kernel writes it into (in_place.py, set by the wrapper)
+    in_place: dict = field(default_factory=dict)
 
     @property
     def kernel_count(self) -> int:

@@ -196,6 +196,9 @@ class KernelGraph:
     # Symbolic sizes: symbol name -> where ``call`` reads it, (kind, argument, dim) with
     # kind "size", "stride", "offset" or "value" (see :mod:`symbolic`).
     size_bindings: dict = field(default_factory=dict)
+    # Inputs written in place: (argument name, position in ``outputs`` of its new value);
+    # those outputs are stored into the argument, not returned (wrapper.py).
+    input_writes: list = field(default_factory=list)
 
     def add(self, node: Node) -> None:
         self.nodes.append(node)

@@ -170,6 +170,10 @@ class _Lowering:
         # buffer -> the storage offset its FakeTensor has (computed buffers: 0, set by
         # name below), for views made from it by layout (None: symbolic)
         self.base_offsets: dict = _ComputedOffsets()
+        # in-place ops on a graph input (the whole tensor): the node written -> the input,
+        # and the input -> its last value and that value's FakeTensor (input_writes)
+        self.written_inputs: dict[torch.fx.Node, torch.fx.Node] = {}
+        self.input_values: dict[torch.fx.Node, tuple] = {}
 
     def check_device(self, meta: torch.Tensor) -> None:
         """Kernels write buffers on the graph's one device (the first tensor's): a value
@@ -218,6 +222,7 @@ class _Lowering:
                 self.env[node] = self.lower_call(node)
             elif node.op == "output":
                 self.graph.outputs = [self.output_ref(value) for value in pytree.tree_leaves(node.args[0])]
+                self.add_input_writes(arguments)
             elif node.op == "get_attr":
                 self.env[node] = self.lower_constant(node)
             else:
@@ -227,6 +232,19 @@ class _Lowering:
             self.graph.size_bindings = {symbol.name: (b.kind, arguments[b.position], b.dim)
                                         for symbol, b in self.signature.bindings.items()}
         return self.graph
+
+    def add_input_writes(self, arguments: list) -> None:
+        """The last value of each input written in place, as extra outputs the wrapper
+        stores into the input (``KernelGraph.input_writes``): kernels compute functional
+        values, and the caller's tensor gets the result, as eager's in-place ops leave it."""
+        positions = {node: arguments[i] for i, node in enumerate(self.input_names)}
+        for graph_input, (value, fake) in self.input_values.items():
+            if not isinstance(value, TensorValue) or not isinstance(fake, torch.Tensor) \
+                    or value.base in self.graph.constants or fake.dtype != graph_input.meta["val"].dtype:
+                raise UnsupportedGraph(f"the new value of input {self.input_names[graph_input]} is not a tensor "
+                                       "of its dtype")
+            self.graph.input_writes.append((positions[graph_input], len(self.graph.outputs)))
+            self.graph.outputs.append(OutputRef(value.base, value.view_chain))  # (a view: copied in)
 
     def lower_input(self, node: torch.fx.Node, name: str) -> TensorValue | Size:
         meta = node.meta.get("val")
@@ -292,6 +310,8 @@ class _Lowering:
             mutated = node.args[0]
             assert isinstance(mutated, torch.fx.Node), "functional_target checked the first argument"
             self.env[mutated] = result
+            if mutated in self.written_inputs:  # the input's new value, written back by the wrapper
+                self.input_values[self.written_inputs[mutated]] = (result, meta)
         return result
 
     def lower_target(self, node: torch.fx.Node, target, meta, args, kwargs):
@@ -334,12 +354,16 @@ class _Lowering:
         if not isinstance(target, torch._ops.OpOverload):
             raise UnsupportedGraph(f"{target} writes to an argument and is not an ATen operator")
         written = _written_arguments(node, schema)
+        mutated = node.args[0] if node.args else None
         for argument in written:
             for graph_input, name in self.input_names.items():
                 if self.storages.get(argument, set()) & self.storages[graph_input]:
+                    if argument is mutated and isinstance(mutated, torch.fx.Node) and _writes_values(target) \
+                            and _whole_alias(mutated, graph_input):
+                        self.written_inputs[mutated] = graph_input
+                        continue
                     through = f" through its view {argument.name}" if argument is not graph_input else ""
                     raise UnsupportedGraph(f"{target} mutates a graph input ({name}{through})")
-        mutated = node.args[0] if node.args else None
         if (written != [mutated] or not isinstance(mutated, torch.fx.Node)
                 or not isinstance(self.env.get(mutated), TensorValue)):
             raise UnsupportedGraph(f"{target} writes to something other than its first argument")
@@ -412,6 +436,25 @@ class _ComputedOffsets(dict):
 
     def get(self, key, default=None):
         return super().get(key, 0 if str(key).startswith("buf") else default)
+
+
+# in-place ops that change only an input's values, made functional and written back
+# (metadata-changing ones, ``t_``, ``resize_``, are ``inplace_view``: never)
+_VALUE_WRITES = frozenset({torch.ops.aten.copy_.default, torch.ops.aten.fill_.Scalar, torch.ops.aten.fill_.Tensor,
+                           torch.ops.aten.zero_.default})
+
+
+def _writes_values(target) -> bool:
+    tags = getattr(target, "tags", ())
+    return torch.Tag.inplace_view not in tags and (torch.Tag.pointwise in tags or target in _VALUE_WRITES)
+
+
+def _whole_alias(argument: torch.fx.Node, graph_input: torch.fx.Node) -> bool:
+    """``argument`` is the graph input itself (or an in-place result on it): the same
+    shape, strides, offset and dtype, not a part of it."""
+    a, b = argument.meta.get("val"), graph_input.meta.get("val")
+    return isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and _is_static(a) and _is_static(b) \
+        and (a.shape, a.stride(), a.storage_offset(), a.dtype) == (b.shape, b.stride(), b.storage_offset(), b.dtype)
 
 
 def _fresh_result(target) -> bool:

@@ -58,3 +58,18 @@ def empty_strided_for(device_type: str) -> Callable[..., Any]:
             return fast
     device = torch.device(device_type)
     return lambda shape, stride, dtype: torch.empty_strided(shape, stride, dtype=dtype, device=device)
+
+
+def storages_shared(tensors: tuple) -> bool:
+    """Some two of ``tensors`` share a storage (or are empty: no address to tell). A
+    module that writes its inputs computes from the values they had on entry, which is
+    eager's only when no input it writes aliases another: it runs the graph's ATen ops
+    instead (``ATEN_FORWARD``, set by the compiler).
+
+    >>> x = torch.zeros(4)
+    >>> storages_shared((x, torch.ones(4))), storages_shared((x, x[1:]))
+    (False, True)
+    """
+    addresses = {t.untyped_storage().data_ptr() for t in tensors}
+    return len(addresses) != len(tensors) or 0 in addresses
+

@@ -2,8 +2,9 @@
 
 ``forward`` receives the graph inputs followed by the graph's parameters and buffers,
 allocates each buffer a kernel writes with the strides ATen would give it, runs
-kernels and externs in schedule order, drops intermediates after their last use and
-returns the tuple of outputs (``call(args)`` is the same over a list, returning a list).
+kernels and externs in schedule order, drops intermediates after their last use, stores
+the new values of inputs written in place (:mod:`in_place`) and returns the tuple of
+outputs (``call(args)`` is the same over a list, returning a list).
 What is language-specific (the module's imports, how kernels are defined and launched,
 how a buffer is allocated) comes from the :class:`target.Renderer`.
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 from .externs import Source, render_call, render_python_value
 from .fusion import KernelGroup, Schedule
+from .in_place import plan_in_place
 from .ir import BufferArg, ExternNode, extern_buffer_args
 from .target import Renderer
 
@@ -29,6 +31,7 @@ def generate_module(schedule: Schedule, attribute_names: list, renderer: Rendere
     graph = schedule.graph
     meta = graph.buffer_meta()
     inputs = [node.name for node in graph.nodes if node.kind == "input" and node.name not in graph.constants]
+    schedule.in_place = plan_in_place(schedule)
     kernels = {step.name: renderer.render_kernel(schedule, step) for step in schedule.kernels()}
     kernel_params = {name: kernel.params for name, kernel in kernels.items()}
     last_use = _last_uses(schedule, kernel_params)
@@ -36,15 +39,23 @@ def generate_module(schedule: Schedule, attribute_names: list, renderer: Rendere
     outputs = {out.buffer for out in graph.outputs if out.buffer}
     arguments = graph.arguments if graph.arguments is not None else inputs
     body: list[str] = ["    " + line for line in renderer.forward_prologue(inputs)] if kernels else []
+    if graph.input_writes:  # inputs sharing memory: the ATen ops, as eager runs them
+        tensors = ", ".join(name for name in arguments if name in inputs)
+        body[:0] = [f"    if _runtime.storages_shared(({tensors},)):",
+                    f"        return ATEN_FORWARD({', '.join(arguments[:len(arguments) - len(attribute_names)])})"]
     body.extend(_size_binding_lines(graph.size_bindings))
     dead_at = {position: sorted(b for b, last in last_use.items() if last == position and b not in outputs
                                 and b not in inputs and b not in graph.size_bindings and b not in graph.constants)
                for position in range(len(schedule.steps))}
-    reuse = _plan_reuse(schedule, meta, dead_at, views)
+    reuse = {name: free for name, free in _plan_reuse(schedule, meta, dead_at, views).items()
+             if name not in schedule.in_place}
     for position, step in enumerate(schedule.steps):
         if isinstance(step, KernelGroup):
             kernel = kernels[step.name]
             for name in step.stores:
+                if name in schedule.in_place:
+                    body.append(f"    {name} = {schedule.in_place[name]}  # the input, written in place")
+                    continue
                 if name in reuse:
                     body.append(f"    {name} = {reuse[name]}; del {reuse[name]}  # reuse")
                     continue
@@ -63,10 +74,18 @@ def generate_module(schedule: Schedule, attribute_names: list, renderer: Rendere
             body.append(f"    del {', '.join(dead)}")
     results = [views.argument(BufferArg(out.buffer, out.view_chain, out.layout)) if out.buffer
                else render_python_value(out.constant) for out in graph.outputs]
+    written = {output for _, output in graph.input_writes}
+    for argument, output in graph.input_writes:
+        if schedule.in_place.get(graph.outputs[output].buffer) != argument:
+            body.append(f"    {argument}.copy_({results[output]})  # the input's new value")
+    results = [result for position, result in enumerate(results) if position not in written]
     body.append(f"    return ({', '.join(results)}{',' if len(results) == 1 else ''})")
     parts = [renderer.module_header(), renderer.kernel_section(list(kernels.values()))]
     parts.extend(f"{name} = {_constant(value)}\n" for name, value in graph.constants.items())
     parts.append(f"KERNEL_COUNT = {schedule.kernel_count}\n")
+    if graph.input_writes:
+        parts.append("WRITES_INPUTS = True  # measured on copies of the inputs\n")
+        parts.append("ATEN_FORWARD = None  # the graph's ATen ops, set by the compiler\n")
     if graph.size_bindings:
         parts.append(f"SIZE_ARGUMENTS = {sorted(graph.size_bindings)!r}  # one kernel set for every size\n")
     parts.append(f"ATTRIBUTE_NAMES = {list(attribute_names)!r}\n")
