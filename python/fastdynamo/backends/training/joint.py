@@ -29,7 +29,6 @@ import logging
 from typing import Any, Callable
 
 import torch
-from torch._functorch.aot_autograd import aot_module_simplified
 
 from ..kernels.decompositions import decomposition_table
 from .partition import partition
@@ -143,6 +142,10 @@ def compile_training(gm: torch.fx.GraphModule, example_inputs: list, compile_hal
     # Traced without oneDNN's fused RNN: its op's trace says train=False and returns no
     # workspace, so its backward cannot run; the composite LSTM is ATen matmuls and
     # pointwise ops, which our kernels fuse in both halves.
+    # imported here: torch._functorch.aot_autograd imports triton, which must wait until
+    # a process has chosen TRITON_INTERPRET (the triton backend reads it at first use)
+    from torch._functorch.aot_autograd import aot_module_simplified
+
     mkldnn_enabled = torch._C._get_mkldnn_enabled()
     torch._C._set_mkldnn_enabled(False)
     try:

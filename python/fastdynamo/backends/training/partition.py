@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 from torch import fx
-from torch._functorch._aot_autograd.descriptors import SavedForBackwardsAOTOutput
+from torch._functorch._aot_autograd.descriptors import InputMutationAOTOutput, SavedForBackwardsAOTOutput
 
 from .maxflow import INFINITE, FlowGraph
 
@@ -108,16 +108,24 @@ def _descendants(starts: list[fx.Node]) -> set[fx.Node]:
     return seen
 
 
-def choose_saved(graph: fx.Graph, fw_outputs: list, bw_outputs: list) -> list[fx.Node]:
+def mutated_inputs(placeholders: list[fx.Node], fw_descs: list) -> list[fx.Node]:
+    """Inputs that the runtime writes after the forward returns (AOTAutograd's epilogue
+    copies a mutated input's new value, an output of the forward, into it)."""
+    written = {d.mutated_input for d in fw_descs if isinstance(d, InputMutationAOTOutput)}
+    return [p for p in placeholders
+            if p.meta.get("aot_runtime_epilogue_input_mutation") or p.meta.get("desc") in written]
+
+
+def choose_saved(graph: fx.Graph, fw_outputs: list, bw_outputs: list, fw_descs: list) -> list[fx.Node]:
     """The forward values to save, in graph order: the minimum cut described above."""
     placeholders = list(graph.find_nodes(op="placeholder"))
     backward_only = _descendants([p for p in placeholders if is_tangent(p) or _is_backward_seed(p)])
     required_fw = _ancestors(fw_outputs)
     needed = required_fw | _ancestors(bw_outputs)
-    # Inputs that the runtime writes after the forward returns (a data-mutated input
-    # requiring grad): their value is not the one the backward needs, so neither they nor
-    # anything computed from them may be recomputed in the backward.
-    mutated = [p for p in placeholders if p.meta.get("aot_runtime_epilogue_input_mutation")]
+    # A written input's value is not the one the backward needs (its version changes,
+    # autograd refuses it), so neither it nor anything computed from it may be saved as
+    # the input or recomputed in the backward.
+    mutated = mutated_inputs(placeholders, fw_descs)
     pinned = _descendants(mutated)
     flow = FlowGraph()
     for node in graph.nodes:
@@ -187,7 +195,7 @@ def partition(joint: fx.GraphModule, _joint_inputs: Any, *, num_fwd_outputs: int
         if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)) or (
                 isinstance(value, torch.Tensor) and not all(isinstance(s, int) for s in value.shape)):
             raise PartitionRefused("symbolic sizes in a joint graph")
-    saved = choose_saved(graph, fw_outputs, bw_outputs)
+    saved = choose_saved(graph, fw_outputs, bw_outputs, list(descs[:num_fwd_outputs]) if descs else [])
     primals = [p for p in placeholders if not is_tangent(p) and not _is_backward_seed(p)]
     backward_inputs = [p for p in placeholders if is_tangent(p) or _is_backward_seed(p)]
     backward = extract(graph, saved + backward_inputs, bw_outputs,
