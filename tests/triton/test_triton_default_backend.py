@@ -14,8 +14,8 @@ import torch
 import fastdynamo
 from fastdynamo.backends import DEFAULT_BACKEND, lookup_backend
 from fastdynamo.backends.cpp import CppTarget
-from fastdynamo.backends.triton import CompiledGraph
 from fastdynamo.backends.training import TrainingGraph
+from fastdynamo.backends.triton import CompiledGraph
 from fastdynamo.convert_frame import Recorder
 
 pytestmark = pytest.mark.usefixtures("fresh_cache")

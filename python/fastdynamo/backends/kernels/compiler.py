@@ -43,6 +43,7 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensor
 from torch.utils import _pytree as pytree
 
+from ..training import PartitionRefused, compile_training
 from . import cache
 from .choice import Choice, choose
 from .fusion import fuse
@@ -51,7 +52,6 @@ from .sizes import SymbolicRefused
 from .symbolic import SizePattern, signature_of
 from .target import KernelTarget
 from .wrapper import fallback_module, generate_module, static_only_module
-from ..training import PartitionRefused, compile_training
 
 FORMAT_VERSION = 3
 NEEDS_AUTOGRAD = "inputs require grad with grad mode on"

@@ -31,7 +31,7 @@ from typing import Any, Callable
 import torch
 
 from ..kernels.decompositions import decomposition_table
-from .partition import partition
+from .partition import PARTITION_KEY, partition
 
 log = logging.getLogger(__name__)
 
@@ -136,7 +136,7 @@ def compile_training(gm: torch.fx.GraphModule, example_inputs: list, compile_hal
 
     def partition_recorded(joint: torch.fx.GraphModule, joint_inputs: Any, **kwargs: Any):
         forward, backward = partition(joint, joint_inputs, **kwargs)
-        partitions.append(getattr(joint, "partition", None))
+        partitions.append(joint.meta.get(PARTITION_KEY))
         return forward, backward
 
     # Traced without oneDNN's fused RNN: its op's trace says train=False and returns no

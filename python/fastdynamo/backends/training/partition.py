@@ -31,6 +31,7 @@ from torch._functorch._aot_autograd.descriptors import InputMutationAOTOutput, S
 from .maxflow import INFINITE, FlowGraph
 
 log = logging.getLogger(__name__)
+PARTITION_KEY = "fastdynamo_partition"
 
 
 class PartitionRefused(Exception):
@@ -181,7 +182,7 @@ def partition(joint: fx.GraphModule, _joint_inputs: Any, *, num_fwd_outputs: int
               **_ignored: Any) -> tuple[fx.GraphModule, fx.GraphModule]:
     """AOTAutograd's partition function: ``(forward, backward)`` graph modules.
 
-    ``joint.partition`` (a :class:`Partition`) records the choice."""
+    ``joint.meta[PARTITION_KEY]`` (a :class:`Partition`) records the choice."""
     graph = joint.graph
     output = next(iter(graph.find_nodes(op="output")))
     outputs = list(output.args[0])
@@ -209,7 +210,7 @@ def partition(joint: fx.GraphModule, _joint_inputs: Any, *, num_fwd_outputs: int
         forward.graph.find_nodes(op="output")[0].meta["desc"] = [*descs[:num_fwd_outputs], *(SavedForBackwardsAOTOutput(i) for i in range(len(saved)))]
     computed_in_forward = {n.name for n in forward.graph.nodes if n.op == "call_function"}
     recomputed = [n.name for n in backward.graph.nodes if n.op == "call_function" and n.name in computed_in_forward]
-    joint.partition = Partition([n.name for n in saved], sum(_value_bytes(n) or 0 for n in saved), recomputed)
-    log.debug("partition: %d saved (%d bytes), %d recomputed", len(saved), joint.partition.saved_bytes,
-              len(recomputed))
+    record = Partition([n.name for n in saved], sum(_value_bytes(n) or 0 for n in saved), recomputed)
+    joint.meta[PARTITION_KEY] = record
+    log.debug("partition: %d saved (%d bytes), %d recomputed", len(saved), record.saved_bytes, len(recomputed))
     return forward, backward
