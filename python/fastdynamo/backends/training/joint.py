@@ -53,20 +53,34 @@ class CompiledHalf:
         self.role = role
         self._compile_half = compile_half
         self.compiled: Callable[..., Any] | None = None
+        self._fast: Callable[..., Any] | None = None
+        self._tangents_from = 0
+        self._tangent_layout: tuple | None = None
 
     def __call__(self, args: list) -> Any:
         if self.role == "backward" and any(arg is UNDEFINED for arg in args):
             args = [None if arg is UNDEFINED else arg for arg in args]
-        compiled = self.compiled
-        if compiled is None:
-            compiled = self.compiled = self._compile_half(self.gm, list(args))
-            log.debug("%s graph: %s", self.role, getattr(compiled, "fallback_reason", None) or "kernels")
-        result = compiled(*args)
+        if self.compiled is None:
+            self._compile(args)
+        # The fast callable needs inputs with the metadata it was compiled for: the
+        # forward's are the frame's guarded inputs, the saved tensors come from our own
+        # forward; the tangents (the caller's gradients) are checked.
+        fits = self._tangent_layout is None or _layout(args[self._tangents_from:]) == self._tangent_layout
+        result = (self._fast if fits else self.compiled)(*args)  # type: ignore[misc]
         if self.role == "forward" and any(value is None for value in result):
             # An op may return an undefined tensor that its fake kernel made a tensor (the
             # LSTM's workspace): AOTAutograd saves only tensors, so it travels as UNDEFINED.
             result = tuple(UNDEFINED if value is None else value for value in result)
         return result
+
+    def _compile(self, args: list) -> None:
+        compiled = self.compiled = self._compile_half(self.gm, list(args))
+        log.debug("%s graph: %s", self.role, getattr(compiled, "fallback_reason", None) or "kernels")
+        self._fast = getattr(compiled, "fastdynamo_guarded", compiled)
+        if self.role == "backward" and self._fast is not compiled:
+            tangents = sum(1 for node in self.gm.graph.find_nodes(op="placeholder") if "tangents" in str(node.target))
+            self._tangents_from = len(args) - tangents
+            self._tangent_layout = _layout(args[self._tangents_from:])
 
     @property
     def kernel_count(self) -> int:
@@ -77,6 +91,10 @@ class CompiledHalf:
         if self.compiled is None:
             return "not compiled yet"
         return getattr(self.compiled, "fallback_reason", None)
+
+
+def _layout(values: list) -> tuple:
+    return tuple((v.shape, v.stride(), v.dtype) if isinstance(v, torch.Tensor) else v for v in values)
 
 
 class TrainingGraph:
