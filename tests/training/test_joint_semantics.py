@@ -7,6 +7,8 @@ from __future__ import annotations
 import pytest
 import torch
 
+from fastdynamo.backends import describe
+
 from .helpers import assert_same_grads, compile_recorded, grads, training_graphs
 
 pytestmark = pytest.mark.usefixtures("fresh_cache")
@@ -38,6 +40,8 @@ def test_kernels_run_in_both_halves():
     (graph,) = training_graphs(recorder)
     assert graph.forward_half.kernel_count > 0 and graph.backward_half.kernel_count > 0
     assert graph.forward_half.fallback_reason is None and graph.backward_half.fallback_reason is None
+    line = describe(graph)  # what explain() prints for the graph
+    assert line.startswith("training graph: forward ") and " cpp kernels; backward " in line, line
 
 
 def test_input_mutation_of_a_tensor_without_grad():

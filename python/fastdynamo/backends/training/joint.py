@@ -132,6 +132,19 @@ class TrainingGraph:
         return sum(half.kernel_count for half in self.halves.values())
 
     @property
+    def fastdynamo_description(self) -> str:
+        """explain()'s line: each half's kernels or why it runs ATen ops."""
+        target = getattr(self.target, "name", "generated")
+
+        def half(role: str, compiled: CompiledHalf | None) -> str:
+            if compiled is None or compiled.compiled is None:
+                return f"{role} not compiled yet"
+            if compiled.fallback_reason:
+                return f"{role} ATen ops: {compiled.fallback_reason}"
+            return f"{role} {compiled.kernel_count} {target} kernels"
+        return f"training graph: {half('forward', self.forward_half)}; {half('backward', self.backward_half)}"
+
+    @property
     def partition(self) -> Any:
         forward = self.halves.get("forward")
         return getattr(forward, "partition", None)
