@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from fastdynamo.backends import describe
+from fastdynamo.backends.training import compile_training
 
 from .helpers import assert_same_grads, compile_recorded, grads, training_graphs
 
@@ -157,3 +158,27 @@ def test_triton_kernels_in_both_halves():
     (graph,) = training_graphs(recorder)
     assert graph.target.name == "triton"
     assert graph.forward_half.kernel_count > 0 and graph.backward_half.kernel_count > 0
+
+
+def test_a_raising_backward_runs_its_aten_graph_unless_strict():
+    calls = []
+
+    def broken_kernels(half, _inputs):
+        def run(*args):
+            calls.append(half)
+            raise RuntimeError("a kernel bug")
+        return run
+
+    gm = torch.fx.symbolic_trace(lambda x, w: ((x * w).sin(),))
+    for strict in (False, True):
+        x, w = leaves((3,), (3,))
+        run = compile_training(gm, [x, w], broken_kernels, strict=strict)
+        if strict:
+            with pytest.raises(RuntimeError, match="a kernel bug"):
+                run(x, w)
+            continue
+        run(x, w)[0].sum().backward()  # both halves fell back to their ATen graphs
+        torch.testing.assert_close(w.grad, (x * w).cos().detach() * x)
+        assert run.forward_half.fallback_reason.startswith("internal error: RuntimeError('a kernel bug')")
+        assert run.backward_half.fallback_reason.startswith("internal error")
+    assert len(calls) == 3  # forward and backward once each, then the strict forward

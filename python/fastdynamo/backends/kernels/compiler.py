@@ -129,7 +129,8 @@ def _training(gm: torch.fx.GraphModule, example_inputs: list, compiled: "Compile
     reason = _training_refusal(gm, compiled)
     if reason is None:
         try:
-            return compile_training(gm, example_inputs, functools.partial(compile_graph, target=target), target)
+            return compile_training(gm, example_inputs, functools.partial(compile_graph, target=target), target,
+                                    strict=strict())
         except PartitionRefused as why:
             reason = f"training graph: {why}"
         except Exception as error:  # a bug in the joint trace or the partition: never a wrong result

@@ -48,10 +48,13 @@ class CompiledHalf:
 
     _boxed_call = True
 
-    def __init__(self, gm: torch.fx.GraphModule, compile_half: CompileHalf, role: str):
+    def __init__(self, gm: torch.fx.GraphModule, compile_half: CompileHalf, role: str, strict: bool = False):
         self.gm = gm
         self.role = role
+        self.strict = strict
+        self.failure: str | None = None  # why the kernels were given up at run time
         self._compile_half = compile_half
+        self._aten = gm.forward
         self.compiled: Callable[..., Any] | None = None
         self._fast: Callable[..., Any] | None = None
         self._tangents_from = 0
@@ -66,7 +69,19 @@ class CompiledHalf:
         # forward's are the frame's guarded inputs, the saved tensors come from our own
         # forward; the tangents (the caller's gradients) are checked.
         fits = self._tangent_layout is None or _layout(args[self._tangents_from:]) == self._tangent_layout
-        result = (self._fast if fits else self.compiled)(*args)  # type: ignore[misc]
+        try:
+            result = (self._fast if fits else self.compiled)(*args)  # type: ignore[misc]
+        except Exception as error:
+            # The backward runs outside the frame, where no fallback reruns it: a half
+            # whose kernels raise runs its own ATen graph (halves write no input, so a
+            # second run is exact). In strict mode (the tests) the error is raised.
+            if self.strict or self.compiled is self._aten:
+                raise
+            log.warning("the %s half of a training graph raised, running its ATen ops: %r", self.role, error,
+                        exc_info=True)
+            self.compiled = self._fast = self._aten
+            self.failure = f"internal error: {error!r}"
+            result = self._aten(*args)
         if self.role == "forward" and any(value is None for value in result):
             # An op may return an undefined tensor that its fake kernel made a tensor (the
             # LSTM's workspace): AOTAutograd saves only tensors, so it travels as UNDEFINED.
@@ -90,6 +105,8 @@ class CompiledHalf:
     def fallback_reason(self) -> str | None:
         if self.compiled is None:
             return "not compiled yet"
+        if self.failure is not None:
+            return self.failure
         return getattr(self.compiled, "fallback_reason", None)
 
 
@@ -151,15 +168,16 @@ class TrainingGraph:
 
 
 def compile_training(gm: torch.fx.GraphModule, example_inputs: list, compile_half: CompileHalf,
-                     target: Any = None) -> TrainingGraph:
+                     target: Any = None, strict: bool = False) -> TrainingGraph:
     """Trace ``gm`` forward and backward, partition, and compile each half with
-    ``compile_half(half_graph_module, real_inputs)`` on its first call."""
+    ``compile_half(half_graph_module, real_inputs)`` on its first call. ``strict``: a
+    half whose compiled code raises re-raises instead of running its ATen graph."""
     halves: dict[str, CompiledHalf] = {}
     partitions: list = []
 
     def compiler(role: str):
         def compile_one(half: torch.fx.GraphModule, _fake_inputs: list) -> CompiledHalf:
-            compiled = halves[role] = CompiledHalf(half, compile_half, role)
+            compiled = halves[role] = CompiledHalf(half, compile_half, role, strict)
             if role == "forward" and partitions:
                 compiled.partition = partitions[-1]  # type: ignore[attr-defined]
             return compiled
