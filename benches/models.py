@@ -4,6 +4,7 @@
     PYTHONPATH=python python benches/models.py [--mode inference|train] [--calls N] [names...]
     PYTHONPATH=python python benches/models.py --dynamic [--repeats N] [names...]
     PYTHONPATH=python python benches/models.py --backends default [--repeats N] [names...]
+    PYTHONPATH=python python benches/models.py --mode train --backends default [names...]
 
 For each model and system it prints the graphs and graph breaks (each system's own
 ``explain``), the first call's time (capture included) and the warm time per call as a
@@ -14,7 +15,8 @@ compilations over several batch sizes or sequence lengths, side by side with
 torch.compile, and the time of the second (dynamic) compilation. ``--backends default``
 prints the default backends' rows instead (``benches/default_rows.py``): Inductor and
 fastdynamo's C++ kernels, first calls with empty and warm disk caches (fresh processes),
-warm time, outputs against eager's.
+warm time, outputs against eager's; with ``--mode train``, the training-step rows
+(``benches/train_rows.py``): first step, warm step, peak memory, gradients against eager's.
 """
 from __future__ import annotations
 
@@ -38,6 +40,7 @@ import fastdynamo  # noqa: E402
 sys.path.insert(0, str(ROOT / "benches"))
 import default_rows  # noqa: E402
 import dynamic_rows  # noqa: E402
+import train_rows  # noqa: E402
 from bench_timing import interleaved, medians  # noqa: E402
 
 clock = time.perf_counter
@@ -118,16 +121,17 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=20)
     parser.add_argument("--backends", "--backend", choices=("eager", "default"), default="eager",
                         help="eager: both with backend='eager' (this table); default: Inductor and "
-                             "fastdynamo's kernels, inference (benches/default_rows.py)")
+                             "fastdynamo's kernels (benches/default_rows.py; --mode train: benches/train_rows.py)")
     parser.add_argument("names", nargs="*")
     _add_dynamic_options(parser)
     options = parser.parse_args()
-    if options.backends == "default" and options.mode == "train":
-        parser.error("--backends default times inference only")
     warnings.filterwarnings("ignore")
     cases = [case for case in CASES if not options.names or case.name in options.names]
     if options.dynamic:
         dynamic_rows.print_rows(cases, options.repeats)
+        return
+    if options.backends == "default" and options.mode == "train":
+        train_rows.print_rows(cases, options.calls)
         return
     if options.backends == "default":
         default_rows.print_rows(cases, options.repeats, options.calls)

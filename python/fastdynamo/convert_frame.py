@@ -32,6 +32,7 @@ from . import config, logs
 from ._runtime import native
 from .backends import frame_callable
 from .backends.eager import GENERATED_FILENAME_PREFIX, graph_function_returning
+from .backends.kernels.cache import GENERATED_MODULE_FILES
 from .bytecode import format_side_by_side, version
 from .capture import Broken, Captured, DynamicPolicy, translate, translate_to_break
 from .dispatch import direct_call_for
@@ -344,7 +345,8 @@ class ConvertFrame:
     def skip_action(self, code: CodeType) -> str | None:
         """``"SKIP"``/``"SKIP_RECURSIVE"`` for frames never compiled on their own."""
         filename = code.co_filename
-        if filename.startswith(GENERATED_FILENAME_PREFIX) or filename.startswith("<eval_with_key>"):
+        if filename.startswith(GENERATED_FILENAME_PREFIX) or filename.startswith("<eval_with_key>") \
+                or filename in GENERATED_MODULE_FILES:
             return "SKIP_RECURSIVE"  # generated graph code: nothing below it is user code
         if filename.startswith(_OTHER_COMPILER_DIRS):
             # torch.compile's own frames (its compiled-function wrappers, its compiler):

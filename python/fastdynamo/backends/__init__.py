@@ -67,6 +67,9 @@ def describe(compiled_fn: Any) -> str:
     >>> describe(lambda x: x)
     'function'
     """
+    described = getattr(compiled_fn, "fastdynamo_description", None)
+    if described is not None:  # a callable that says for itself (a training graph's two halves)
+        return str(described)
     reason = getattr(compiled_fn, "fallback_reason", None)
     if reason:
         return f"ATen ops: {reason}"

@@ -85,8 +85,15 @@ def _write_atomically(path: Path, source: str) -> None:
     os.replace(temporary, path)
 
 
+# The files of the generated modules this process imported: their frames (a training
+# graph's backward, which the autograd engine calls from whatever Python runs
+# loss.backward()) are generated code, never user code to capture (convert_frame).
+GENERATED_MODULE_FILES: set[str] = set()
+
+
 def _import(key: str, path: Path) -> ModuleType:
     name = f"fastdynamo_generated_{key[:32]}"
+    GENERATED_MODULE_FILES.add(str(path))
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise ImportError(f"{path} is not an importable Python file")

@@ -43,6 +43,7 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensor
 from torch.utils import _pytree as pytree
 
+from ..training import PartitionRefused, compile_training
 from . import cache, runtime
 from .choice import Choice, choose
 from .fusion import fuse
@@ -53,7 +54,7 @@ from .target import KernelTarget
 from .wrapper import fallback_module, generate_module, static_only_module
 
 FORMAT_VERSION = 3
-NEEDS_AUTOGRAD = "inputs require grad with grad mode on (autograd runs the ATen ops until training support exists)"
+NEEDS_AUTOGRAD = "inputs require grad with grad mode on"
 _said_for_process: set = set()  # (target, reason) already logged as process-wide
 
 
@@ -111,7 +112,7 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, target: Kernel
     reason = compiled.aten_reason(example_inputs, size_inputs=compiled.signature is not None)
     if reason is None and _needs_autograd(gm, compiled.enables_grad,
                                           example_inputs + attribute_values(gm, compiled.attribute_names)):
-        reason = NEEDS_AUTOGRAD
+        return _training(gm, example_inputs, compiled, target)
     if reason is None:
         compiled.specialise(example_inputs)
         if compiled.fallback_reason is None:
@@ -120,6 +121,38 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, target: Kernel
     else:
         say_runs_aten(target, reason)
     return aten_forward(gm, reason)
+
+
+def _training(gm: torch.fx.GraphModule, example_inputs: list, compiled: "CompiledGraph", target: KernelTarget):
+    """A graph that needs autograd: the joint forward/backward graph, partitioned, both
+    halves compiled by :func:`compile_graph` (:mod:`fastdynamo.backends.training`); the
+    ATen ops through autograd where that is refused, with the reason."""
+    reason = _training_refusal(gm, compiled)
+    if reason is None:
+        try:
+            return compile_training(gm, example_inputs, functools.partial(compile_graph, target=target), target,
+                                    strict=strict())
+        except PartitionRefused as why:
+            reason = f"training graph: {why}"
+        except Exception as error:  # a bug in the joint trace or the partition: never a wrong result
+            if strict():
+                raise
+            target_logger(target).warning("%s backend failed on a training graph, running ATen ops: %r",
+                                          target.name, error, exc_info=True)
+            reason = f"training graph: internal error: {error!r}"
+    say_runs_aten(target, reason)
+    return aten_forward(gm, reason)
+
+
+def _training_refusal(gm: torch.fx.GraphModule, compiled: "CompiledGraph") -> str | None:
+    """Why a graph needing autograd runs as ATen ops through autograd."""
+    if compiled.signature is not None:
+        return f"{NEEDS_AUTOGRAD}: symbolic sizes (training graphs are compiled for static sizes)"
+    if compiled.enables_grad and not torch.is_grad_enabled():
+        return f"{NEEDS_AUTOGRAD}: the graph switches grad mode on"
+    if not _flat_tuple(compiled.out_spec):
+        return f"{NEEDS_AUTOGRAD}: the graph does not return a flat tuple"
+    return None
 
 
 def aten_forward(gm: torch.fx.GraphModule, reason: str):
