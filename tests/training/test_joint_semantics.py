@@ -7,7 +7,9 @@ from __future__ import annotations
 import pytest
 import torch
 
+import fastdynamo
 from fastdynamo.backends import describe
+from fastdynamo.convert_frame import Recorder
 from fastdynamo.backends.training import compile_training
 
 from .helpers import assert_same_grads, compile_recorded, grads, training_graphs
@@ -182,3 +184,44 @@ def test_a_raising_backward_runs_its_aten_graph_unless_strict():
         assert run.forward_half.fallback_reason.startswith("internal error: RuntimeError('a kernel bug')")
         assert run.backward_half.fallback_reason.startswith("internal error")
     assert len(calls) == 3  # forward and backward once each, then the strict forward
+
+
+class TwoHeads(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = torch.nn.Linear(4, 4)
+        self.head_a = torch.nn.Linear(4, 2)
+        self.head_b = torch.nn.Linear(4, 2)
+
+    def forward(self, x):
+        h = self.body(x).tanh()
+        return self.head_a(h), self.head_b(h)
+
+
+@pytest.mark.parametrize("used", ["a", "b", "both", "a_then_b"])
+def test_a_parameter_the_loss_does_not_reach_keeps_a_none_gradient(used):
+    # AOTAutograd's backward gives head_b zeros when only head_a's output is in the loss;
+    # AdamW would then decay head_b's weights, which eager leaves alone.
+    torch.manual_seed(0)
+    eager = TwoHeads()
+    model = TwoHeads()
+    model.load_state_dict(eager.state_dict())
+    recorder = Recorder()
+    compiled = fastdynamo.compile(model, _recorder=recorder)
+    optimizers = [torch.optim.AdamW(m.parameters(), lr=0.1, weight_decay=0.5) for m in (eager, model)]
+    x = torch.randn(3, 4)
+    for step in range(3):
+        for forward, opt in ((eager, optimizers[0]), (compiled, optimizers[1])):
+            opt.zero_grad()
+            a, b = forward(x)
+            which = used if used != "a_then_b" else ("a" if step == 0 else "b")
+            loss = {"a": a.sum(), "b": b.pow(2).sum(), "both": a.sum() + b.sum()}[which]
+            loss.backward()
+            opt.step()
+        for (name, p), q in zip(model.named_parameters(), eager.parameters(), strict=True):
+            assert (p.grad is None) == (q.grad is None), name
+            if q.grad is not None:
+                torch.testing.assert_close(p.grad, q.grad, msg=name)
+            torch.testing.assert_close(p.detach(), q.detach(), msg=name)
+    (record,) = recorder.captures
+    assert record.compiled_fn.backward_half.kernel_count > 0

@@ -31,6 +31,7 @@ from typing import Any, Callable
 import torch
 
 from ..kernels.decompositions import decomposition_table
+from .gates import GatePlan
 from .partition import PARTITION_KEY, partition
 
 log = logging.getLogger(__name__)
@@ -203,4 +204,5 @@ def compile_training(gm: torch.fx.GraphModule, example_inputs: list, compile_hal
                                     partition_fn=partition_recorded, decompositions=decomposition_table())
     finally:
         torch._C._set_mkldnn_enabled(mkldnn_enabled)
-    return TrainingGraph(run, halves, target)
+    # eager's None gradients for inputs the loss does not reach (AOTAutograd gives zeros)
+    return TrainingGraph(GatePlan.of(gm).wrap(run, list(example_inputs)), halves, target)

@@ -1,0 +1,123 @@
+"""Eager's ``None`` gradients for inputs the loss does not reach.
+
+AOTAutograd's backward runs when any output of the graph gets a gradient, and it returns
+a gradient for every input some output depends on: an input that only the outputs the
+loss left out depend on gets zeros (AOTAutograd materializes the missing tangents),
+where eager leaves its ``.grad`` ``None``. That is a different training step: an
+optimizer skips a parameter whose gradient is ``None`` but applies weight decay, or
+Adam's moments, to a zero gradient (BERT's pooler, when the loss reads only the last
+hidden state).
+
+So an input requiring grad that reaches some but not all of the outputs passes through
+a gate: an identity whose backward returns ``None`` unless one of the outputs it reaches
+got a gradient in this call's backward. A hook on each of those outputs records it
+(tensor hooks run before the graph's backward node, with ``None`` for an output no loss
+reads; that node runs before the gates'). Graphs whose every gradient input reaches
+every output, most of them, get no gate and no hook.
+
+>>> gm = torch.fx.symbolic_trace(lambda x, w, v: ((x * w).sum(), (x * v).sum()))
+>>> plan = GatePlan.of(gm)
+>>> plan.gated_inputs([torch.randn(2), torch.randn(2, requires_grad=True),
+...                    torch.randn(2, requires_grad=True)])  # w and v: one output each
+[1, 2]
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+
+# graph calls whose result carries no gradient of their arguments
+_DETACHING = frozenset({torch.Tensor.detach, torch.detach, "detach"})
+
+
+@dataclass(frozen=True)
+class GatePlan:
+    """For each input (by position): the outputs (by position) that depend on it."""
+
+    reached: dict[int, frozenset[int]]
+
+    @staticmethod
+    def of(gm: torch.fx.GraphModule) -> "GatePlan":
+        placeholders = list(gm.graph.find_nodes(op="placeholder"))
+        (output,) = gm.graph.find_nodes(op="output")
+        returned = output.args[0] if isinstance(output.args[0], (tuple, list)) else (output.args[0],)
+        positions: dict[torch.fx.Node, set[int]] = {node: set() for node in gm.graph.nodes}
+        for index, value in enumerate(returned):
+            if isinstance(value, torch.fx.Node):
+                positions[value].add(index)
+        for node in reversed(list(gm.graph.nodes)):  # users before the nodes they use
+            for user in node.users:
+                if user.op != "output" and not _detaches(user):
+                    positions[node] |= positions[user]
+        return GatePlan({index: frozenset(positions[node]) for index, node in enumerate(placeholders)})
+
+    def gated_inputs(self, example_inputs: list) -> list[int]:
+        """The inputs requiring grad that reach some but not all of the outputs the
+        inputs requiring grad reach."""
+        grad_inputs = [index for index, value in enumerate(example_inputs)
+                       if isinstance(value, torch.Tensor) and value.requires_grad and index in self.reached]
+        every = frozenset().union(*(self.reached[index] for index in grad_inputs))
+        return [index for index in grad_inputs if self.reached[index] and self.reached[index] != every]
+
+    def wrap(self, run: Callable[..., Any], example_inputs: list) -> Callable[..., Any]:
+        """``run`` with gates on the gated inputs (``run`` itself when there are none)."""
+        gated = {index: self.reached[index] for index in self.gated_inputs(example_inputs)}
+        if not gated:
+            return run
+        hooked = sorted(frozenset().union(*gated.values()))
+
+        # a function, not a partial: the frame marks its code skipped recursively, so
+        # what it calls is never captured as user code
+        def gated_run(*args: Any) -> Any:
+            return _gated_call(gated, hooked, run, args)
+        return gated_run
+
+
+def _detaches(node: torch.fx.Node) -> bool:
+    try:
+        return node.target in _DETACHING
+    except TypeError:  # an unhashable target
+        return False
+
+
+def _gated_call(gated: dict, hooked: list, run: Callable[..., Any], args: tuple) -> Any:
+    if not torch.is_grad_enabled():
+        return run(*args)
+    reached: set[int] = set()
+    values = list(args)
+    for index, outputs in gated.items():
+        value = values[index]
+        if isinstance(value, torch.Tensor) and value.requires_grad:
+            values[index] = _Gate.apply(value, reached, outputs)
+    results = run(*values)
+    for index in hooked:
+        value = results[index]
+        if isinstance(value, torch.Tensor) and value.requires_grad:
+            value.register_hook(_Recorder(reached, index))
+    return results
+
+
+class _Recorder:
+    """A tensor hook: the output got a gradient in this backward (None: no loss read it)."""
+
+    def __init__(self, reached: set, index: int):
+        self.reached, self.index = reached, index
+
+    def __call__(self, grad: torch.Tensor | None) -> None:
+        if grad is not None:
+            self.reached.add(self.index)
+
+
+class _Gate(torch.autograd.Function):
+    """Identity forward; backward: the gradient if an output this input reaches got one."""
+
+    @staticmethod
+    def forward(ctx, value, reached, outputs):  # type: ignore[override]
+        ctx.reached, ctx.outputs = reached, outputs
+        return value.view_as(value)
+
+    @staticmethod
+    def backward(ctx, grad):  # type: ignore[override]
+        return (grad if ctx.reached & ctx.outputs else None), None, None
