@@ -114,10 +114,10 @@ class _Gate(torch.autograd.Function):
     """Identity forward; backward: the gradient if an output this input reaches got one."""
 
     @staticmethod
-    def forward(ctx, value, reached, outputs):  # type: ignore[override]
+    def forward(ctx, value, reached, outputs):
         ctx.reached, ctx.outputs = reached, outputs
         return value.view_as(value)
 
     @staticmethod
-    def backward(ctx, grad):  # type: ignore[override]
+    def backward(ctx, grad):
         return (grad if ctx.reached & ctx.outputs else None), None, None
