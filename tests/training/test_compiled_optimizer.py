@@ -53,6 +53,19 @@ def set_grads(module: torch.nn.Module, seed: int) -> None:
         p.grad = torch.randn(p.shape, generator=generator).to(p.dtype)
 
 
+def steps_side_by_side(eager_model, eager_opt, compiled_model, opt, steps: int = 2) -> Recorder:
+    """Eager's and the compiled ``opt.step`` on the same gradients, the states compared after each."""
+    recorder = Recorder()
+    step = fastdynamo.compile(opt.step, _recorder=recorder)
+    for i in range(steps):
+        set_grads(eager_model, i)
+        set_grads(compiled_model, i)
+        eager_opt.step()
+        step()
+        assert_same_state(eager_model, eager_opt, compiled_model, opt)
+    return recorder
+
+
 def assert_same_state(eager_model, eager_opt, compiled_model, compiled_opt) -> None:
     for p, q in zip(eager_model.parameters(), compiled_model.parameters(), strict=True):
         torch.testing.assert_close(q, p)
@@ -185,14 +198,7 @@ def test_parameters_without_gradients_are_skipped_and_guarded():
 def test_options_not_modelled_run_as_python(cls, options, reason):
     eager_model, compiled_model = model(), model()
     eager_opt, opt = cls(eager_model.parameters(), **options), cls(compiled_model.parameters(), **options)
-    recorder = Recorder()
-    step = fastdynamo.compile(opt.step, _recorder=recorder)
-    for i in range(2):
-        set_grads(eager_model, i)
-        set_grads(compiled_model, i)
-        eager_opt.step()
-        step()
-        assert_same_state(eager_model, eager_opt, compiled_model, opt)
+    recorder = steps_side_by_side(eager_model, eager_opt, compiled_model, opt)
     assert reason in [b.reason for b in recorder.breaks]
 
 
@@ -200,14 +206,7 @@ def test_hooks_run_as_python():
     eager_model, eager_opt, compiled_model, opt = pair("sgd")
     calls = []
     opt.register_step_post_hook(lambda *args: calls.append(1))
-    recorder = Recorder()
-    step = fastdynamo.compile(opt.step, _recorder=recorder)
-    for i in range(2):
-        set_grads(eager_model, i)
-        set_grads(compiled_model, i)
-        eager_opt.step()
-        step()
-    assert_same_state(eager_model, eager_opt, compiled_model, opt)
+    recorder = steps_side_by_side(eager_model, eager_opt, compiled_model, opt)
     assert calls == [1, 1]
     assert any("hooks" in b.reason for b in recorder.breaks)
 
