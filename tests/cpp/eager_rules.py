@@ -71,10 +71,25 @@ def unspecified_of(draft: Draft, operands: list, result: torch.Tensor, scope: di
     for inner in inherited:
         mask = inner if mask is None else mask | inner
     for own in (_OWN_UNSPECIFIED.get(draft.effect, lambda operands, result: None)(operands, result),
-                _near_a_jump(draft, operands, result, scope)):
+                _near_a_jump(draft, operands, result, scope), _amplified(draft, operands)):
         if own is not None:
             mask = own if mask is None else mask | own
     return None if mask is None else mask.expand(result.shape).clone()
+
+
+AMPLIFIED_ABOVE = 8.0  # |x| from which exp(x)'s result is not held to its dtype's tolerance
+
+
+def _amplified(draft: Draft, operands: list) -> torch.Tensor | None:
+    """Where ``exp`` of an inexact operand multiplies its relative error by ``|x|`` past
+    the tolerance: ``exp(x)`` of an ``x`` off by an ulp at 72 is off by 72 ulps (a chain
+    of four ``exp`` of values in [-2, 2]), which any correct implementation may be."""
+    if not draft.code.startswith("torch.exp(") or not operands or operands[0].exact:
+        return None
+    x = operands[0].tensor
+    if not x.dtype.is_floating_point:
+        return None
+    return x.abs() > AMPLIFIED_ABOVE
 
 
 def _near_a_jump(draft: Draft, operands: list, result: torch.Tensor, scope: dict) -> torch.Tensor | None:

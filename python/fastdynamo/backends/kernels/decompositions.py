@@ -76,8 +76,9 @@ def _centered(x, dims: list, count):
     row of equal values has mean exactly that value and deviations exactly +0.0, as
     eager's (Welford) kernels give, where ``sum / n`` is not the value and layer norm would
     scale the rounding by ``rsqrt(eps)``. The shift is a view, read by the same fused
-    kernels; rows that may be empty (a size 0 or a symbolic size) are not shifted."""
-    if x.dim() == 0 or not all(isinstance(x.shape[d], int) and x.shape[d] > 0 for d in dims):
+    kernels; empty rows are not shifted."""
+    # (a symbolic size is at least 2: the capture specializes 0 and 1)
+    if x.dim() == 0 or any(isinstance(x.shape[d], int) and x.shape[d] == 0 for d in dims):
         mean = aten.div.Tensor(aten.sum.dim_IntList(x, dims, True), count)
         return mean, aten.sub.Tensor(x, mean)
     shift = x
