@@ -110,8 +110,7 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, target: Kernel
     example_inputs = list(example_inputs)
     compiled = CompiledGraph(gm, target)
     reason = compiled.aten_reason(example_inputs, size_inputs=compiled.signature is not None)
-    if reason is None and _needs_autograd(gm, compiled.enables_grad,
-                                          example_inputs + attribute_values(gm, compiled.attribute_names)):
+    if reason is None and compiled.needs_autograd(example_inputs + attribute_values(gm, compiled.attribute_names)):
         return _training(gm, example_inputs, compiled, target)
     if reason is None:
         compiled.specialise(example_inputs)
@@ -166,20 +165,11 @@ def aten_forward(gm: torch.fx.GraphModule, reason: str):
     return forward
 
 
-def _needs_autograd(gm: torch.fx.GraphModule, enables_grad: bool, tensors: list) -> bool:
-    """An input requires grad and grad mode is on when the graph starts, or the graph
-    switches it on (``enables_grad``: a graph resumed inside ``no_grad`` leaves the block);
-    unless every op runs under ``no_grad`` the graph itself enters and leaves (an
-    optimizer step: ``_set_grad_enabled(False)`` ... ``_set_grad_enabled(True)``)."""
-    if not any(isinstance(t, torch.Tensor) and t.requires_grad for t in tensors):
-        return False
-    return (enables_grad or torch.is_grad_enabled()) and not _all_ops_without_grad(gm)
-
-
-def _all_ops_without_grad(gm: torch.fx.GraphModule) -> bool:
-    """Every op of ``gm`` runs with grad mode off (or is a ``detach``), and the mode it
-    ends in is the one it started in (the generated module does not switch modes)."""
-    start = mode = torch.is_grad_enabled()
+def _all_ops_without_grad(gm: torch.fx.GraphModule, start: bool) -> bool:
+    """Every op of ``gm`` runs with grad mode off (or is a ``detach``) when the graph
+    starts in grad mode ``start``, and the mode it ends in is ``start`` (the generated
+    module does not switch modes)."""
+    mode = start
     for node in gm.graph.nodes:
         if node.op == "call_function" and node.target is torch._C._set_grad_enabled:
             mode = bool(node.args[0])
@@ -232,6 +222,9 @@ class CompiledGraph:
         self.out_spec = pytree.tree_flatten(_output_value(gm))[1]
         self.attribute_names = attribute_names(gm)
         self.enables_grad = _enables_grad(gm)
+        # per grad mode at the start: every op runs under the graph's own no_grad (an
+        # optimizer step), read once here rather than on every call
+        self._grad_free = {start: _all_ops_without_grad(gm, start) for start in (False, True)}
         self.specialisations: dict = {}
         self.module: ModuleType | None = None
         self.fallback_reason: str | None = None
@@ -239,6 +232,16 @@ class CompiledGraph:
         self.signature = signature_of(gm)  # None: static sizes (kernels per input metadata)
         self.symbolic_refused: str | None = None  # why a symbolic graph has kernels per size
         self.choice: Choice | None = None  # kernels or ATen ops, decided on the first inputs
+
+    def needs_autograd(self, tensors: list) -> bool:
+        """An input requires grad and grad mode is on when the graph starts, or the graph
+        switches it on (``enables_grad``: a graph resumed inside ``no_grad`` leaves the
+        block); unless every op runs under ``no_grad`` the graph itself enters and leaves
+        (an optimizer step: ``_set_grad_enabled(False)`` ... ``_set_grad_enabled(True)``)."""
+        if not any(isinstance(t, torch.Tensor) and t.requires_grad for t in tensors):
+            return False
+        start = torch.is_grad_enabled()
+        return (self.enables_grad or start) and not self._grad_free[start]
 
     def _aten(self, *args: Any) -> Any:
         """The graph as ATen ops, for calls whose inputs need autograd or have no kernels."""
@@ -375,7 +378,7 @@ class CompiledGraph:
             target_logger(self.target).warning("%s backend failed on a symbolic graph, kernels per size: %r",
                                                self.target.name, error, exc_info=True)
             return static_only_module(f"internal error: {error!r}")
-        refusal = _eager_refusal(self.gm, _copies(example_inputs) if graph.input_writes else example_inputs)
+        refusal = _eager_refusal(self.gm, example_inputs, copy=bool(graph.input_writes))
         return fallback_module(refusal) if refusal else source
 
     def _passes(self, graph, attribute_names: list) -> str:
@@ -394,7 +397,7 @@ class CompiledGraph:
             traced = trace_aten(self.gm, example_inputs, self.target.channels_last)
             graph = lower(traced.graph_module, traced.input_names)
             source = self._passes(graph, traced.attribute_names)
-            refusal = _eager_refusal(self.gm, _copies(example_inputs) if graph.input_writes else example_inputs)
+            refusal = _eager_refusal(self.gm, example_inputs, copy=bool(graph.input_writes))
             return fallback_module(refusal) if refusal else source
         except UnsupportedGraph as reason:
             return fallback_module(str(reason))
@@ -405,7 +408,8 @@ class CompiledGraph:
         except Exception as error:  # a bug in a pass: never a wrong result, but say so
             # unless eager refuses these inputs too (an amax over an empty dim: the trace
             # raises RuntimeError, eager IndexError): the ATen ops raise eager's error
-            refusal = _eager_refusal(self.gm, example_inputs)
+            # (on copies: whether the graph writes its inputs is not known here)
+            refusal = _eager_refusal(self.gm, example_inputs, copy=True)
             if refusal:
                 return fallback_module(refusal)
             if strict():
@@ -424,8 +428,8 @@ class CompiledGraph:
         if module is None or module.FALLBACK_REASON:
             return self._aten(*args)
         attributes = attribute_values(self.gm, self.attribute_names)
-        if _needs_autograd(self.gm, self.enables_grad, [*args, *attributes]):
-            # Until training support exists, autograd needs the ATen ops.
+        if self.needs_autograd([*args, *attributes]):
+            # compiled for inputs that needed no autograd: the ATen ops record it
             return self._aten(*args)
         flat = module.call(list(args) + attributes)
         return pytree.tree_unflatten(flat, self.out_spec)
@@ -436,15 +440,17 @@ def _flat_tuple(spec: pytree.TreeSpec) -> bool:
     return spec.type is tuple and all(child.is_leaf() for child in spec.children())
 
 
-def _eager_refusal(gm: torch.fx.GraphModule, example_inputs: list) -> str | None:
+def _eager_refusal(gm: torch.fx.GraphModule, example_inputs: list, copy: bool = False) -> str | None:
     """Why eager raises on these inputs (an op it does not implement for a dtype, such as
     ``abs`` on bool or ``softmax`` on int8, which meta kernels and the decompositions
     accept): the graph is run once on them, as ATen ops. The kernels would compute a value
     where eager raises, so such a graph runs as ATen ops, raising eager's error. Run only
     for graphs that lowered to kernels, with the RNG state kept (on copies of the inputs
-    when the graph writes some: :func:`_copies`)."""
+    with ``copy``, for a graph that writes some: :func:`_copies`)."""
     if any(isinstance(t, FakeTensor) for t in example_inputs):
         return None
+    if copy:
+        example_inputs = _copies(example_inputs)
     devices = [t.device for t in example_inputs if isinstance(t, torch.Tensor) and t.device.type == "cuda"]
     try:
         with torch.random.fork_rng(devices=devices), torch.no_grad():
