@@ -139,10 +139,10 @@ class _KernelWriter:
         elif value.dtype.is_floating_point and target in op_rules.FLOAT_TO_INTEGER:
             # as tensor.to(int) does it: in range truncated, else what ATen's x86 code gives
             text = op_rules.FLOAT_TO_INTEGER[target].format(value.text)
-        elif target.is_floating_point and value.dtype == torch.int64:
-            # through the header: g++ folds float -> int64 -> float into trunc(x), which
-            # keeps a negative fraction's -0.0 (see fd_int64_to)
-            text = f"fd_int64_to<{compute_type(target)}>({value.text})"
+        elif target.is_floating_point and not value.dtype.is_floating_point and value.dtype != torch.bool:
+            # through the header: g++ folds float -> int -> float into trunc(x), which
+            # keeps a negative fraction's -0.0 (see fd_integer_to)
+            text = f"fd_integer_to<{compute_type(target)}>({value.text})"
         else:
             text = f"static_cast<{compute_type(target)}>({value.text})"
         if value.literal:

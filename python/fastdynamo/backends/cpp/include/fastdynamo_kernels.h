@@ -43,7 +43,7 @@
 //                                    behaviour (see "Maximum, minimum, clamp")
 //   fd_half fd_bfloat16 fd_to_float fd_float_to_half fd_float_to_bfloat16 fd_bool_load/store
 //   fd_float_to_int32 fd_float_to_int64 (and int16/int8/uint8): tensor.to(int) semantics;
-//   fd_int64_to<T>: an int64 to float or double (a signed zero g++ would fold in)
+//   fd_integer_to<T>: an integer to float or double (a signed zero g++ would fold in)
 #pragma once
 
 #include <algorithm>
@@ -791,15 +791,16 @@ FD_INLINE int8_t fd_float_to_int8(T x) { return static_cast<int8_t>(fd_float_to_
 FD_INLINE uint8_t fd_float_to_uint8(float x) { return static_cast<uint8_t>(fd_float_to_int32(x)); }
 FD_INLINE uint8_t fd_float_to_uint8(double x) { return static_cast<uint8_t>(fd_float_to_int64(x)); }
 
-// An int64 converted to a float type. Where the ISA has no vector int64 conversion (SSE4.1,
-// AVX2, and a loop's scalar remainder on AVX-512), g++ 12 under -fno-trapping-math folds
-// float -> int64 -> float into trunc(x), and trunc keeps the -0.0 of a negative fraction,
-// which no integer converts to (tensor.to(int) of -0.5, then .float(), is +0.0). Adding +0
-// does not help (g++ knows a converted integer is never -0.0 and drops it), clearing the
-// sign bit through memcpy crashed g++ 12's SLP vectorizer; a select of +0 for 0 is kept.
-// (It leaves a float -> int64 -> float loop scalar; an int64 load -> float still vectorizes.)
-template <typename T>
-FD_INLINE T fd_int64_to(int64_t v) {
+// An integer converted to a float type. In scalar code (an int64 where the ISA has no
+// vector int64 conversion: SSE4.1, AVX2; any loop's scalar remainder, a short tensor),
+// g++ 12 under -fno-trapping-math folds float -> int -> float into trunc(x), and trunc
+// keeps the -0.0 of a negative fraction, which no integer converts to (tensor.to(int) of
+// -0.5, then .float(), is +0.0). Adding +0 does not help (g++ knows a converted integer is
+// never -0.0 and drops it), clearing the sign bit through memcpy crashed g++ 12's SLP
+// vectorizer; a select of +0 for 0 is kept. (It leaves a float -> int64 -> float loop
+// scalar; an integer load -> float still vectorizes.)
+template <typename T, typename I>
+FD_INLINE T fd_integer_to(I v) {
   T f = static_cast<T>(v);
   return v == 0 ? T(0) : f;
 }
