@@ -49,6 +49,12 @@ Fixed:
    7.'s fold, through another route: ``log(v).clamp(min=v)`` of ``v = x.to(int64)`` gave
    ``-0.0`` for ``x = -0.7`` (eager ``+0.0``): an int64 is converted to a float type by
    ``fd_int64_to`` (the runtime header), which clears the zero's sign bit.
+14. C++: 13. for the other integer types: ``exp(v) * v`` of ``v = log(x).to(int32)``
+   gave ``-0.0`` for ``log(x) = -0.13`` (eager ``+0.0``); every integer converted to a
+   float type goes through the header's select now (``fd_integer_to``).
+15. Triton: a load at a constant offset (no index variable) rendered its offset as
+   ``0 * xindex``, dropping the constant: ``x[1] * 2`` of ``[2.0, 0.25]`` gave 4.0. Found
+   when ``cat`` became a pointwise kernel (a piece of length one).
 
 Open (``xfail(strict=True)``; the generated tests leave these programs out, see
 ``OPEN_BUGS`` there):
@@ -186,15 +192,32 @@ def test_7_float_to_integer_and_back(target, integer):
     compile_and_compare(target, lambda x: (1 / x.to(integer).float(), x.to(integer)), x)
 
 
+@pytest.mark.parametrize("integer", [torch.int64, torch.int32, torch.int16, torch.int8])
 @pytest.mark.parametrize("count", [1, 7, 8, 33])
-def test_13_integer_from_a_float_and_back_in_one_kernel(target, count):
+def test_13_integer_from_a_float_and_back_in_one_kernel(target, count, integer):
     x = torch.tensor([-0.7, -0.0, 0.3, -1.5, 2.7, -0.2, 0.9, -3.5] * 5)[:count]
 
     def program(x):
-        v = x.to(torch.int64)
+        v = x.to(integer)
         return (torch.clamp(torch.log(v), min=v), 1 / v.float(), 1 / v.double())
 
     compile_and_compare(target, program, x)
+
+
+def test_14_a_float_through_int32_into_exp_and_a_product(target):
+    x = torch.tensor([[[2.0, 0.25, 0.875]]])
+
+    def program(x):
+        v = torch.log(x).to(torch.int32)
+        return (torch.exp(v) * v,)
+
+    compile_and_compare(target, program, x)
+
+
+def test_15_a_load_at_a_constant_offset(target):
+    x = torch.tensor([2.0, 0.25, -1.5])
+    compile_and_compare(target, lambda x: (x[1] * 2, (x[1:2] * 2).sum(), x[-1] + x[0],
+                                           torch.cat([x[2:], x[:2]]).exp()), x)
 
 
 @pytest.mark.parametrize("shape", [(0,), (2, 0), (0, 2), (3, 0, 2)])

@@ -168,7 +168,8 @@ class _KernelRenderer:
         # A 0-d value is loaded as a block of the same element (as stores do): Triton's
         # interpreter tags a comparison of two single values with their float type, and
         # `|` on it then fails (maximum(s, x) with a 0-d s).
-        where = indexing.render(offset) if indexing.free_vars(offset) else "0 * xindex"
+        # (A constant offset keeps its value: one element of a piece of a cat.)
+        where = indexing.render(offset) if indexing.free_vars(offset) else f"{indexing.render(offset)} + 0 * xindex"
         text = f"tl.load({load.buffer} + ({where}){mask_text})"
         raw = self.emit(scope, text, text, dtype)
         if compute_dtype(dtype) != dtype:
@@ -242,7 +243,7 @@ class _KernelRenderer:
         shape, stride, dtype = self.meta[name]
         offset = indexing.linear_offset(self.group.canonical_index(node), stride)
         variables = indexing.free_vars(offset)
-        offset_text = indexing.render(offset) if variables else "0 * xindex"
+        offset_text = indexing.render(offset) if variables else f"{indexing.render(offset)} + 0 * xindex"
         if value.constant is not None:
             block = "[XBLOCK]" if self.group.kind == "pointwise" else "[XBLOCK, 1]"
             text = f"tl.full({block}, {render_literal(value.constant, dtype)}, {triton_dtype(dtype)})"
