@@ -44,7 +44,7 @@ from torch._subclasses.fake_tensor import FakeTensor
 from torch.utils import _pytree as pytree
 
 from ..training import PartitionRefused, compile_training
-from . import cache, runtime
+from . import cache, runtime, sizes
 from .choice import Choice, choose
 from .fusion import fuse
 from .lowering import UnsupportedGraph, attribute_names, attribute_values, lower, trace_aten
@@ -130,8 +130,8 @@ def _training(gm: torch.fx.GraphModule, example_inputs: list, compiled: "Compile
     if reason is None:
         try:
             return compile_training(gm, example_inputs, functools.partial(compile_graph, target=target), target,
-                                    strict=strict())
-        except PartitionRefused as why:
+                                    strict=strict(), signature=compiled.signature)
+        except (PartitionRefused, SymbolicRefused) as why:
             reason = f"training graph: {why}"
         except Exception as error:  # a bug in the joint trace or the partition: never a wrong result
             if strict():
@@ -145,8 +145,6 @@ def _training(gm: torch.fx.GraphModule, example_inputs: list, compiled: "Compile
 
 def _training_refusal(gm: torch.fx.GraphModule, compiled: "CompiledGraph") -> str | None:
     """Why a graph needing autograd runs as ATen ops through autograd."""
-    if compiled.signature is not None:
-        return f"{NEEDS_AUTOGRAD}: symbolic sizes (training graphs are compiled for static sizes)"
     if compiled.enables_grad and not torch.is_grad_enabled():
         return f"{NEEDS_AUTOGRAD}: the graph switches grad mode on"
     if not _flat_tuple(compiled.out_spec):
@@ -365,7 +363,7 @@ class CompiledGraph:
         signature = self.signature
         assert signature is not None, "only called with a signature"
         try:
-            with signature.no_new_guards():
+            with signature.no_new_guards(), sizes.symbol_ranges(signature.ranges):
                 traced = trace_aten(self.gm, signature.values)
                 graph = lower(traced.graph_module, traced.input_names, signature)
                 source = self._passes(graph, traced.attribute_names)

@@ -5,9 +5,11 @@ A graph captured with symbolic sizes reaches the backend with sizes such as ``s0
 for tensor sizes and strides, ``v0, v1, ...`` for int inputs). Everything that does
 arithmetic on sizes (index expressions, shapes, strides, block counts) takes
 ``Size = int | sympy.Expr`` and asks this module what is *provable for every value*
-the symbols may take. The only facts used: a size symbol is at least 2 (the ShapeEnv
+the symbols may take. The facts used: a size symbol is at least 2 (the ShapeEnv
 specialises sizes 0 and 1; :mod:`symbolic` refuses a symbol whose range starts lower),
-an int symbol is any integer. A question that cannot be proved is answered "no",
+an int symbol is any integer, and inside :func:`symbol_ranges` each symbol's range
+from the ShapeEnv (a module generated there serves only sizes in those ranges: the
+signature checks them). A question that cannot be proved is answered "no",
 which only costs a simplification, never correctness. Static sizes take the plain-int
 paths, unchanged.
 
@@ -21,8 +23,10 @@ paths, unchanged.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
-from typing import Union
+from typing import Iterator, Union
 
 import sympy
 
@@ -31,6 +35,21 @@ SMALLEST_SYMBOLIC_SIZE = 2
 # Functions a size may contain and still be written into a kernel: Triton's integer `//`
 # and `%` agree with Python's on the non-negative values sizes take.
 _KERNEL_ATOMS = (sympy.Symbol, sympy.Integer, sympy.Add, sympy.Mul, sympy.Pow)
+
+
+# canonical symbol -> (lower, upper) bounds (None: unbounded), while generating a module
+_RANGES: contextvars.ContextVar[tuple] = contextvars.ContextVar("symbol_ranges", default=())
+
+
+@contextlib.contextmanager
+def symbol_ranges(ranges: dict) -> Iterator[None]:
+    """Let the proofs below use each symbol's range (a module generated here must only
+    serve inputs whose sizes lie in these ranges)."""
+    token = _RANGES.set(tuple(sorted(ranges.items(), key=lambda item: str(item[0]))))
+    try:
+        yield
+    finally:
+        _RANGES.reset(token)
 
 
 class SymbolicRefused(Exception):
@@ -78,7 +97,11 @@ def provably_le(a: Size, b: Size) -> bool:
         return a <= b
     if isinstance(a, sympy.Min):  # an upper bound min(m, u) is below b if either is
         return any(provably_le(normalise(arg), b) for arg in a.args)
-    return _provably_nonnegative(sympy.expand(sympy.sympify(b) - sympy.sympify(a)))
+    difference = sympy.expand(sympy.sympify(b) - sympy.sympify(a))
+    if _provably_nonnegative(difference):
+        return True
+    ranges = _RANGES.get()
+    return bool(ranges) and _bounded_below_by_zero(difference, sorted(difference.free_symbols, key=str), ranges)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -97,12 +120,17 @@ def _provably_nonnegative(expr: sympy.Expr) -> bool:
     return _bounded_below_by_zero(expr, symbols)
 
 
-def _bounded_below_by_zero(expr: sympy.Expr, symbols: list) -> bool:
+def _bounded_below_by_zero(expr: sympy.Expr, symbols: list, known: tuple = ()) -> bool:
     from torch.utils._sympy.numbers import int_oo
     from torch.utils._sympy.value_ranges import ValueRanges, bound_sympy
 
     ranges = {s: ValueRanges(SMALLEST_SYMBOLIC_SIZE, int_oo) if is_size_symbol(s) else ValueRanges(-int_oo, int_oo)
               for s in symbols}
+    for symbol, (lower, upper) in known:
+        if symbol in ranges:
+            default = ranges[symbol]
+            ranges[symbol] = ValueRanges(default.lower if lower is None else max(lower, default.lower),
+                                         default.upper if upper is None else upper)
     try:
         lower = bound_sympy(expr, ranges).lower
     except Exception:  # noqa: BLE001 - an expression the range analysis does not know: unproved

@@ -25,6 +25,7 @@ True
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 from typing import Any, Callable
 
@@ -169,10 +170,15 @@ class TrainingGraph:
 
 
 def compile_training(gm: torch.fx.GraphModule, example_inputs: list, compile_half: CompileHalf,
-                     target: Any = None, strict: bool = False) -> TrainingGraph:
+                     target: Any = None, strict: bool = False, signature: Any = None) -> TrainingGraph:
     """Trace ``gm`` forward and backward, partition, and compile each half with
     ``compile_half(half_graph_module, real_inputs)`` on its first call. ``strict``: a
-    half whose compiled code raises re-raises instead of running its ATen graph."""
+    half whose compiled code raises re-raises instead of running its ATen graph.
+
+    ``signature`` (the graph's :class:`~fastdynamo.backends.kernels.symbolic.SymbolicSignature`,
+    None for static sizes): the joint graph is traced from the capture's symbolic
+    FakeTensors, so both halves are symbolic graphs over the same ShapeEnv, without a
+    shape guard the frame's guards do not already check (one raises SymbolicRefused)."""
     halves: dict[str, CompiledHalf] = {}
     partitions: list = []
 
@@ -196,12 +202,14 @@ def compile_training(gm: torch.fx.GraphModule, example_inputs: list, compile_hal
     # a process has chosen TRITON_INTERPRET (the triton backend reads it at first use)
     from torch._functorch.aot_autograd import aot_module_simplified
 
+    trace_inputs = list(example_inputs) if signature is None else list(signature.values)
     mkldnn_enabled = torch._C._get_mkldnn_enabled()
     torch._C._set_mkldnn_enabled(False)
     try:
-        run = aot_module_simplified(gm, list(example_inputs), fw_compiler=compiler("forward"),
-                                    bw_compiler=compiler("backward"), inference_compiler=compiler("inference"),
-                                    partition_fn=partition_recorded, decompositions=decomposition_table())
+        with contextlib.nullcontext() if signature is None else signature.no_new_guards():
+            run = aot_module_simplified(gm, trace_inputs, fw_compiler=compiler("forward"),
+                                        bw_compiler=compiler("backward"), inference_compiler=compiler("inference"),
+                                        partition_fn=partition_recorded, decompositions=decomposition_table())
     finally:
         torch._C._set_mkldnn_enabled(mkldnn_enabled)
     # eager's None gradients for inputs the loss does not reach (AOTAutograd gives zeros)

@@ -27,16 +27,19 @@ from typing import Any
 import torch
 from torch import fx
 from torch._functorch._aot_autograd.descriptors import InputMutationAOTOutput, SavedForBackwardsAOTOutput
+from torch.fx.experimental.symbolic_shapes import optimization_hint
 
 from .maxflow import INFINITE, FlowGraph
 
 log = logging.getLogger(__name__)
+# the element count charged for a size with no hint (an unbacked size)
+_UNKNOWN_NUMEL = 4096
 PARTITION_KEY = "fastdynamo_partition"
 
 
 class PartitionRefused(Exception):
-    """The joint graph has something the partitioner does not handle (symbolic sizes,
-    RNG state inputs, saved non-tensors): the graph runs as ATen ops, with this reason."""
+    """The joint graph has something the partitioner does not handle (RNG state
+    inputs, saved non-tensors): the graph runs as ATen ops, with this reason."""
 
 
 @dataclass
@@ -56,14 +59,19 @@ def _is_backward_seed(node: fx.Node) -> bool:
     return node.op == "placeholder" and any(key in str(node.target) for key in ("bwd_seed", "bwd_base_offset"))
 
 
+def is_symbolic_scalar(node: fx.Node) -> bool:
+    return isinstance(node.meta.get("val"), (torch.SymInt, torch.SymFloat, torch.SymBool))
+
+
 def _value_bytes(node: fx.Node) -> int | None:
-    """Bytes a saved value holds, None when it cannot be saved (not a tensor)."""
+    """Bytes a saved value holds (a symbolic size counts at the size the capture saw,
+    a saved symbolic scalar one byte), None when it cannot be saved."""
     value = node.meta.get("val")
+    if is_symbolic_scalar(node):
+        return 1
     if not isinstance(value, torch.Tensor):
         return None
-    numel = value.numel()
-    if not isinstance(numel, int):
-        raise PartitionRefused("symbolic sizes in a joint graph")
+    numel = optimization_hint(value.numel(), fallback=_UNKNOWN_NUMEL)
     return max(numel * value.element_size(), 1)
 
 
@@ -191,20 +199,19 @@ def partition(joint: fx.GraphModule, _joint_inputs: Any, *, num_fwd_outputs: int
     placeholders = list(graph.find_nodes(op="placeholder"))
     if any("rng_state" in str(p.target) for p in placeholders):
         raise PartitionRefused("RNG state inputs in a joint graph")
-    for node in graph.nodes:
-        value = node.meta.get("val")
-        if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)) or (
-                isinstance(value, torch.Tensor) and not all(isinstance(s, int) for s in value.shape)):
-            raise PartitionRefused("symbolic sizes in a joint graph")
     saved = choose_saved(graph, fw_outputs, bw_outputs, list(descs[:num_fwd_outputs]) if descs else [])
     primals = [p for p in placeholders if not is_tangent(p) and not _is_backward_seed(p)]
     backward_inputs = [p for p in placeholders if is_tangent(p) or _is_backward_seed(p)]
     backward = extract(graph, saved + backward_inputs, bw_outputs,
                        descs[num_fwd_outputs:] if descs else None, joint, "backward")
     used = {n.name for n in backward.graph.find_nodes(op="placeholder") if n.users}
-    saved = [n for n in saved if n.name in used]
-    backward = extract(graph, saved + backward_inputs, bw_outputs,
+    # AOTAutograd's order: the forward returns the saved tensors then the saved
+    # symbolic scalars; the backward takes the scalars first
+    symbols = [n for n in saved if n.name in used and is_symbolic_scalar(n)]
+    saved = [n for n in saved if n.name in used and not is_symbolic_scalar(n)]
+    backward = extract(graph, symbols + saved + backward_inputs, bw_outputs,
                        descs[num_fwd_outputs:] if descs else None, joint, "backward")
+    saved += symbols
     forward = extract(graph, primals, fw_outputs + saved, None, joint, "forward")
     if descs:
         forward.graph.find_nodes(op="output")[0].meta["desc"] = [*descs[:num_fwd_outputs], *(SavedForBackwardsAOTOutput(i) for i in range(len(saved)))]
