@@ -64,6 +64,12 @@ def unspecified_of(draft: Draft, operands: list, result: torch.Tensor, scope: di
         if operand.unspecified is None:
             return None
         return eval(draft.code, {**scope, operand.name: operand.unspecified})
+    if draft.effect == "rearrange":  # the same op on the positions: a cat of the masks
+        if all(v.unspecified is None for v in operands):
+            return None
+        masks = {v.name: torch.zeros(v.tensor.shape, dtype=torch.bool) if v.unspecified is None else v.unspecified
+                 for v in operands}
+        return eval(draft.code, {**scope, **masks})
     inherited = [v.unspecified for v in operands if v.unspecified is not None]
     if draft.effect in ("reduce", "tie_reduce", "row"):
         return _reduced_unspecified(draft, operands[0], inherited, result)

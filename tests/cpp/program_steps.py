@@ -11,7 +11,8 @@ constants (negative too), reductions (sum/amax/amin/mean/var/argmax/argmin over 
 keepdim or not, sum/mean with a ``dtype``), softmax/log_softmax (with a ``dtype`` too) and
 layer norm, and views (reshape, view, flatten,
 permute, transpose, t, unsqueeze, squeeze, slices with steps and offsets, select,
-expand, contiguous). ``dynamic`` programs draw only steps whose source holds at every
+expand, contiguous), ``cat`` (values of one shape, promoting their dtypes; two slices
+of one value in swapped order, as rotary embeddings do) and ``slice_scatter``. ``dynamic`` programs draw only steps whose source holds at every
 size (``reshape(-1)``, ``expand(2, -1)``, slices by small constants, ``x.shape[-1:]``).
 """
 from __future__ import annotations
@@ -44,7 +45,8 @@ class Draft:
     ``pointwise`` (from the operands, broadcast), ``tie`` (maximum/minimum: also where the
     operands are a ``+0.0``/``-0.0`` pair), ``cast``, ``reduce`` over ``dims`` (None: all) and ``tie_reduce`` (amax/amin:
     also a zero result of a row holding both zeros), ``row`` (softmax, layer norm: a row
-    with one is unspecified throughout), ``view`` (the same view of them).
+    with one is unspecified throughout), ``view`` (the same view of them), ``rearrange``
+    (the same op on every operand's positions: ``cat``, ``slice_scatter``).
     ``lowers``: the kernel IR has a lowering for this op (not a view, not an extern)."""
 
     code: str
@@ -343,6 +345,37 @@ def _select(draw, name: str, shape: tuple, dynamic: bool) -> str:
     return f"{name}.select({dim}, {index})" if draw(st.booleans()) else f"{name}[{':, ' * dim}{index}]"
 
 
+def draw_cat(draw, pool, dynamic):
+    """``torch.cat`` of values of one shape, of two slices of one value swapped, or
+    ``torch.slice_scatter`` of one value into another; the split point is 1 in dynamic
+    programs (it holds at every size)."""
+    a = pick(draw, pool)
+    shape = tuple(a.tensor.shape)
+    sized = [d for d, size in enumerate(shape) if size >= 2]
+    if not sized:
+        return draw_unary(draw, pool, dynamic)
+    dim = draw(st.sampled_from(sized))
+    prefix = ":, " * dim
+    split = 1 if dynamic else draw(st.integers(1, shape[dim] - 1))
+    form = draw(st.sampled_from(["pieces", "swapped", "scatter"]))
+    if form == "pieces":
+        same = [v for v in pool if tuple(v.tensor.shape) == shape]
+        others = [pick(draw, same) for _ in range(draw(st.integers(1, 3)))]
+        names = (a.name, *(v.name for v in others))
+        return Draft(f"torch.cat([{', '.join(names)}], {dim})", tuple(dict.fromkeys(names)), "rearrange",
+                     lowers=not dynamic)
+    if form == "swapped":
+        code = f"torch.cat([{a.name}[{prefix}{split}:], {a.name}[{prefix}:{split}]], {dim - len(shape)})"
+        return Draft(code, (a.name,), "rearrange", lowers=not dynamic)
+    same = [v for v in pool if tuple(v.tensor.shape) == shape and v.tensor.dtype == a.tensor.dtype]
+    source = pick(draw, same)
+    end = shape[dim] if dynamic else draw(st.integers(split, shape[dim]))
+    start = split if dynamic else draw(st.integers(0, end - 1))
+    piece = f"{source.name}[{prefix}{start}:{end}]" if not dynamic else f"{source.name}[{prefix}1:]"
+    code = f"torch.slice_scatter({a.name}, {piece}, {dim}, {start}{'' if dynamic else f', {end}'})"
+    return Draft(code, (a.name, source.name), "rearrange", lowers=not dynamic)
+
+
 _VIEWS = {
     "reshape": lambda draw, a, shape, dynamic: f"{a}.reshape({_reshape_target(draw, shape, dynamic)})",
     "view": lambda draw, a, shape, dynamic: f"{a}.view({_reshape_target(draw, shape, dynamic)})",
@@ -369,6 +402,7 @@ DRAWERS = {
     "clamp": (draw_clamp, 2), "cast": (draw_cast, 2), "pow": (draw_pow, 1),
     "integer_division": (draw_integer_division, 1), "reduction": (draw_reduction, 3),
     "arg_reduction": (draw_arg_reduction, 1), "normalisation": (draw_normalisation, 2), "view": (draw_view, 4),
+    "cat": (draw_cat, 1),
 }
 _KINDS = [kind for kind, (_, weight) in DRAWERS.items() for _ in range(weight)]
 

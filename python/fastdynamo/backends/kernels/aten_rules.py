@@ -15,7 +15,7 @@ import sympy
 import torch
 
 from . import sizes, views
-from .indexing import add, mul
+from .indexing import add, mod, mul
 from .ir import Constant, IndexValue, Op, PointwiseNode, ReductionNode, SizeValue
 from .opset import COMPARISONS, LOGICAL, PointwiseOp, ReductionType
 from .views import TensorValue
@@ -287,13 +287,47 @@ def lower_arg_reduction(reduction_type: ReductionType, lowering, node, meta, val
     return lower_reduction(reduction_type, lowering, node, meta, value, dim, keepdim)
 
 
+# A cat of more pieces stays an extern: each output element would select among them all.
+_CAT_PIECES = 4
+
+
 def lower_cat(lowering, node, meta, tensors, dim=0) -> TensorValue:
-    """``cat`` where every input but one is empty: a copy of that one (the others add
-    nothing along ``dim``); several non-empty inputs stay an extern."""
+    """``cat`` along a dimension whose pieces have static lengths: one pointwise node that
+    selects, by the index along ``dim``, the piece holding it (so a cat fuses with the
+    pieces' producers and its consumers). Every piece is loaded at an index in its
+    bounds, ``(i - offset) mod length``, which is the element's own where the piece is
+    selected; a cat of one non-empty input is a copy of it."""
     kept = [t for t in tensors if not (isinstance(t, TensorValue) and _statically_empty(t.shape))]
-    if len(kept) != 1 or not isinstance(kept[0], TensorValue) or tuple(kept[0].shape) != lowering.shape_of(meta):
+    shape = lowering.shape_of(meta)
+    if len(kept) == 1 and isinstance(kept[0], TensorValue) and tuple(kept[0].shape) == shape:
+        return converted_copy(lowering, meta, kept[0])
+    if not 1 < len(kept) <= _CAT_PIECES or not all(isinstance(t, TensorValue) for t in kept):
         raise NoLowering("cat of several non-empty inputs")
-    return converted_copy(lowering, meta, kept[0])
+    dim = dim % len(shape)
+    lengths = [t.shape[dim] for t in kept]
+    if not all(isinstance(length, int) for length in lengths) or not all(
+            tuple(t.shape[:dim]) == shape[:dim] and tuple(t.shape[dim + 1:]) == shape[dim + 1:] for t in kept):
+        raise NoLowering("cat along a symbolic size")
+
+    def build(_operand, index_vars):
+        position = index_vars[dim]
+        offsets = [sum(lengths[:k]) for k in range(len(kept))]
+        body = None
+        for piece, offset, length in reversed(list(zip(kept, offsets, lengths, strict=True))):
+            index = list(index_vars)
+            index[dim] = mod(add(position, (-offset) % length), length)
+            value = piece.load(tuple(index))
+            if piece.dtype != meta.dtype:
+                value = Op(PointwiseOp.CAST, (value,), meta.dtype, None, (meta.dtype,))
+            if body is None:
+                body = value  # the last piece: every index past the others
+                continue
+            inside = Op(PointwiseOp.LT, (IndexValue(position, torch.int64), Constant(offset + length, torch.int64)),
+                        torch.bool, torch.int64)
+            body = Op(PointwiseOp.WHERE, (inside, value, body), meta.dtype, meta.dtype)
+        return body
+
+    return pointwise_node(lowering, meta, build)
 
 
 def _statically_empty(shape: tuple) -> bool:

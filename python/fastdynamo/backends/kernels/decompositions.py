@@ -141,7 +141,41 @@ def _empty_passes_through(op):
     return decompose
 
 
+_INT64_MAX = 2 ** 63 - 1
+
+
+def _slice_scatter(base, src, dim=0, start=None, end=None, step=1):
+    """``base`` with ``src`` written over ``base[start:end]`` along ``dim``, as a ``cat`` of
+    ``src`` and the pieces of ``base`` around it: one pointwise kernel that fuses with its
+    producers and consumers (RoPE's backward adds two of these), where the ATen op copies
+    ``base`` and then ``src``. Only where the bounds are known without a new shape guard
+    (step 1, bounds in range, ``src`` of the slice's shape) and ``base`` is contiguous (the
+    op's result has ``base``'s strides, a ``cat``'s is contiguous); else the op itself."""
+    from torch._prims_common import is_contiguous_or_false
+    from torch.fx.experimental.symbolic_shapes import statically_known_true as known
+
+    if step != 1 or base.dim() == 0 or base.dtype != src.dtype or base.dim() != src.dim():
+        return NotImplemented
+    if not is_contiguous_or_false(base):
+        return NotImplemented
+    dim = dim % base.dim()
+    size = base.shape[dim]
+    start = 0 if start is None else start
+    end = size if end is None or (isinstance(end, int) and end >= _INT64_MAX) else end
+    if not (isinstance(start, int) and 0 <= start) or not known(start <= end) or not known(end <= size):
+        return NotImplemented
+    if not known(src.shape[dim] == end - start) or not all(
+            known(a == b) for d, (a, b) in enumerate(zip(base.shape, src.shape, strict=True)) if d != dim):
+        return NotImplemented
+    pieces = [aten.slice.Tensor(base, dim, 0, start)] if start else []
+    pieces.append(src)
+    if not known(end == size):
+        pieces.append(aten.slice.Tensor(base, dim, end, size))
+    return aten.cat.default(pieces, dim) if len(pieces) > 1 else aten.clone.default(src)
+
+
 _OWN = {
+    aten.slice_scatter.default: _slice_scatter,
     aten._softmax.default: _empty_passes_through(aten._softmax),
     aten._log_softmax.default: _empty_passes_through(aten._log_softmax),
     aten.mean.dim: _mean,
