@@ -87,10 +87,12 @@ def _gated_call(gated: dict, hooked: list, run: Callable[..., Any], args: tuple)
         return run(*args)
     reached: set[int] = set()
     values = list(args)
-    for index, outputs in gated.items():
-        value = values[index]
-        if isinstance(value, torch.Tensor) and value.requires_grad:
-            values[index] = _Gate.apply(value, reached, outputs)
+    through = [index for index in gated if isinstance(values[index], torch.Tensor) and values[index].requires_grad]
+    if through:
+        # one autograd node for every gated input: a node per input cost ~5 us each
+        passed = _Gates.apply(reached, [gated[index] for index in through], *(values[i] for i in through))
+        for index, value in zip(through, passed, strict=True):
+            values[index] = value
     results = run(*values)
     for index in hooked:
         value = results[index]
@@ -110,14 +112,17 @@ class _Recorder:
             self.reached.add(self.index)
 
 
-class _Gate(torch.autograd.Function):
-    """Identity forward; backward: the gradient if an output this input reaches got one."""
+class _Gates(torch.autograd.Function):
+    """Identity forward on each gated input; backward: each input's gradient if an
+    output that input reaches got one (``outputs[i]``: the outputs input ``i`` reaches)."""
 
     @staticmethod
-    def forward(ctx, value, reached, outputs):
+    def forward(ctx, reached, outputs, *values):
         ctx.reached, ctx.outputs = reached, outputs
-        return value.view_as(value)
+        return tuple(value.view_as(value) for value in values)
 
     @staticmethod
-    def backward(ctx, grad):
-        return (grad if ctx.reached & ctx.outputs else None), None, None
+    def backward(ctx, *grads):
+        reached = ctx.reached
+        return (None, None, *(grad if reached & outputs else None
+                              for grad, outputs in zip(grads, ctx.outputs, strict=True)))
