@@ -78,7 +78,7 @@ def _at_length(args: tuple, length: int) -> tuple:
     return tuple(resized)
 
 
-@pytest.mark.parametrize("name", ["gpt2", "bert", "llama", "transformer_encoder", "lstm"])
+@pytest.mark.parametrize("name", ["gpt2", "bert", "t5", "llama", "transformer_encoder", "lstm"])
 def test_zoo_models_train_at_new_sequence_lengths(name):
     """Three sequence lengths: two captures, eager's gradients at each; the symbolic
     graph is a training graph with symbolic kernels in both halves, except the LSTM's,
