@@ -465,8 +465,16 @@ def _copies(example_inputs: list) -> list:
     def copy(value):
         if not isinstance(value, torch.Tensor):
             return value
-        twin = torch.empty_strided(value.shape, value.stride(), dtype=value.dtype, device=value.device)
-        return twin.copy_(value.detach()).requires_grad_(value.requires_grad)
+        detached = value.detach()
+        if torch._debug_has_internal_overlap(detached) != 0:
+            # elements sharing memory (an expanded input): no tensor of those strides can
+            # be written element by element, so the copy is of the storage itself
+            twin = torch.empty(0, dtype=value.dtype, device=value.device)
+            twin.set_(detached.untyped_storage().clone(), detached.storage_offset(), detached.shape, detached.stride())
+        else:
+            twin = torch.empty_strided(value.shape, value.stride(), dtype=value.dtype, device=value.device)
+            twin.copy_(detached)
+        return twin.requires_grad_(value.requires_grad)
     with torch.no_grad():
         return [copy(value) for value in example_inputs]
 
