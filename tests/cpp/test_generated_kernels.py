@@ -224,7 +224,8 @@ GUARD_REFUSAL = "the ATen trace needs a new shape guard"
 
 
 def slices_a_dim(program: Program) -> bool:
-    return any(step.draft.effect == "view" and "[" in step.draft.code and ":" in step.draft.code
+    """A step slices a value (a view, or the pieces of a cat or slice_scatter)."""
+    return any(step.draft.effect in ("view", "rearrange") and "[" in step.draft.code and ":" in step.draft.code
                for step in program.steps)
 
 

@@ -1,7 +1,8 @@
 """Greedy fusion: group kernel-IR nodes into kernels and decide what is written to memory.
 
 Nodes are visited in topological order. A pointwise or reduction node joins the group
-of its latest producer when the iteration spaces agree:
+of its latest producer when the iteration spaces agree, else a later group that reads one
+of the buffers it reads (a sibling: every input of the node is in memory by then):
 
 * a pointwise group (iteration shape S) takes pointwise nodes of shape S, and turns
   into a reduction group when a reduction over an S-shaped input joins it;
@@ -13,10 +14,12 @@ as long as every in-group reduction the node reaches is read at the current row.
 a group, values are recomputed or reused from registers; a node is written to memory
 only if it is a graph output, an extern's argument or read by another group.
 
-Before grouping, pointwise values computed from graph inputs alone whose shape is not
-their consumers' (a bias or a scale vector broadcast over rows, ``torch.tanh(y)`` in
-``x * torch.tanh(y)``) are inlined into those consumers, recomputed per element as
-Inductor does, instead of being a kernel of their own that splits the chain.
+Before grouping, pointwise values whose shape is not their consumers' are inlined into
+those consumers, recomputed per element as Inductor does, instead of being a kernel of
+their own that splits the chain: values computed from graph inputs alone (a bias or a
+scale vector broadcast over rows, ``torch.tanh(y)`` in ``x * torch.tanh(y)``), and cheap
+intermediate values (at most :data:`INLINE_INTERMEDIATE_OPS` operations: the negated
+half that RoPE concatenates).
 
 >>> import torch
 >>> from fastdynamo.backends.kernels.lowering import trace_aten, lower
@@ -51,6 +54,10 @@ from .ir import (
 # Largest body (in operations) a consumer may grow to by inlining: reads of one value at
 # several indices duplicate its expression, so unbounded inlining can blow up.
 INLINE_MAX_OPS = 64
+# An intermediate pointwise value read only in another iteration space is recomputed in
+# its consumers when it is this cheap (the negated half of RoPE's rotation, a slice's
+# scale) instead of being a kernel of its own.
+INLINE_INTERMEDIATE_OPS = 4
 
 
 @dataclass
@@ -222,8 +229,9 @@ def _pure(target) -> bool:
 
 
 def inline_broadcast_inputs(graph: KernelGraph) -> KernelGraph:
-    """Inline pointwise nodes computed from graph inputs alone into consumers of another
-    iteration space (see the module docstring); graph outputs and extern arguments stay.
+    """Inline pointwise nodes computed from graph inputs alone, or cheap ones, into
+    consumers of another iteration space (see the module docstring); graph outputs and
+    extern arguments stay.
 
     >>> import torch
     >>> from fastdynamo.backends.kernels.lowering import trace_aten, lower
@@ -250,7 +258,9 @@ def inline_broadcast_inputs(graph: KernelGraph) -> KernelGraph:
     # visited after it and may then be inlined too.
     for node in reversed(graph.nodes):
         users = consumers[node.name]
-        if not from_inputs.get(node.name) or node.name in kept or not users:
+        if not isinstance(node, PointwiseNode) or node.name in kept or not users:
+            continue
+        if not from_inputs[node.name] and _op_count(node.body) > INLINE_INTERMEDIATE_OPS:
             continue
         if any(spaces[user] == node.shape for user in users):
             continue  # a consumer shares its iteration space: ordinary fusion joins them
@@ -308,17 +318,39 @@ def fuse(graph: KernelGraph) -> Schedule:
             continue
         producers = [step_of[load.buffer] for load in iter_loads(node.body)]
         latest = max(producers, default=-1)
-        if latest == -1 and steps:
-            # Reads only graph inputs: any earlier step is dependency-safe; trying the
-            # latest one lets side branches of a chain (x.exp() + x.tanh()) share it.
-            latest = len(steps) - 1
-        group = steps[latest] if latest >= 0 and isinstance(steps[latest], KernelGroup) else None
-        if group is None or not _try_join(group, node, nodes):
+        group = _join_some_group(steps, latest, node, nodes)
+        if group is None:
             group = _new_group(node, len(steps))
             steps.append(group)
         step_of[node.name] = steps.index(group)
     realized = _decide_stores(graph, steps, nodes)
     return Schedule(graph, steps, realized)
+
+
+def _join_some_group(steps: list, latest: int, node, nodes: dict) -> KernelGroup | None:
+    """The group ``node`` joins: its latest producer's (the last one when it reads only
+    graph inputs), else a later group (every input of ``node`` is in memory by then) that
+    reads one of the buffers ``node`` reads:
+    siblings of one producer (the two halves of SiLU's backward after a matmul, side
+    branches of a chain) share a kernel and its loads."""
+    # A node reading only graph inputs may join any group; the latest one lets side
+    # branches of a chain (x.exp() + x.tanh()) share it.
+    first = latest if latest >= 0 else len(steps) - 1
+    if first >= 0 and isinstance(steps[first], KernelGroup) and _try_join(steps[first], node, nodes):
+        return steps[first]
+    reads = {load.buffer for load in iter_loads(node.body)}
+    for position in range(len(steps) - 1, latest, -1):
+        group = steps[position]
+        if isinstance(group, KernelGroup) and (not reads or reads & _group_reads(group, nodes)) \
+                and _try_join(group, node, nodes):
+            return group
+    return None
+
+
+def _group_reads(group: KernelGroup, nodes: dict) -> set:
+    members = set(group.members)
+    return {load.buffer for name in group.members for load in iter_loads(nodes[name].body)
+            if load.buffer not in members}
 
 
 def _new_group(node, position: int) -> KernelGroup:
