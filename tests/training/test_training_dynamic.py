@@ -111,3 +111,30 @@ def test_zoo_models_train_at_new_sequence_lengths(name):
     else:
         assert isinstance(symbolic, TrainingGraph)
         _assert_symbolic_halves(symbolic)
+
+
+def test_a_backward_without_a_symbolic_signature_checks_its_sizes():
+    """Found in review: a shape guard relates the size of ``x`` to one of ``z``, which no
+    input of the backward carries, so the backward has no symbolic signature and gets
+    kernels per size; its fast path must then check the sizes (it ran the first size's
+    kernels at every later size: wrong gradients at n = 7 and 9)."""
+    torch.manual_seed(0)
+    w = torch.randn(8, requires_grad=True)
+
+    def f(x, y, z):
+        out = (x * w).tanh().t() @ y
+        if x.shape[0] > z.shape[0]:
+            out = out + 1
+        return out, z.sum()
+
+    compiled, recorder = compile_recorded(f)
+    for n, m in ((5, 3), (6, 4), (7, 2), (9, 3), (4, 2)):
+        x, y, z = torch.randn(n, 8), torch.randn(n, 8), torch.randn(m, 4)
+        compiled(x, y, z)[0].sum().backward()
+        got, w.grad = w.grad, None
+        f(x, y, z)[0].sum().backward()
+        torch.testing.assert_close(got, w.grad, atol=1e-5, rtol=1e-4)
+        w.grad = None
+    assert len(recorder.captures) == 2
+    backward = recorder.captures[1].compiled_fn.backward_half
+    assert backward.compiled.symbolic_refused is not None and backward.kernel_count > 0

@@ -49,7 +49,7 @@ from .choice import Choice, choose
 from .fusion import fuse
 from .lowering import UnsupportedGraph, attribute_names, attribute_values, lower, trace_aten
 from .sizes import SymbolicRefused
-from .symbolic import SizePattern, signature_of
+from .symbolic import SizePattern, has_symbolic_sizes, signature_of
 from .target import KernelTarget
 from .wrapper import fallback_module, generate_module, static_only_module
 
@@ -228,7 +228,11 @@ class CompiledGraph:
         self.fallback_reason: str | None = None
         self._aten_forward: Callable[..., Any] | None = None
         self.signature = signature_of(gm)  # None: static sizes (kernels per input metadata)
-        self.symbolic_refused: str | None = None  # why a symbolic graph has kernels per size
+        # why a symbolic graph has kernels per size: its fast path must then check sizes
+        self.symbolic_refused: str | None = None
+        self._symbolic_sizes = has_symbolic_sizes(gm)
+        if self._symbolic_sizes and self.signature is None:
+            self.symbolic_refused = "no symbolic signature (kernels per size)"
         self.choice: Choice | None = None  # kernels or ATen ops, decided on the first inputs
 
     def needs_autograd(self, tensors: list) -> bool:
@@ -293,6 +297,9 @@ class CompiledGraph:
         symbolic graph's module when its signature matches them, else one for these sizes."""
         try:
             module = self._symbolic_module(example_inputs)
+            if module is None and self._symbolic_sizes and self.symbolic_refused is None:
+                # a module for these sizes only: the frame's guards admit others
+                self.symbolic_refused = "the inputs do not match the symbolic signature (kernels per size)"
             if module is None:
                 reason = self.aten_reason(example_inputs)
                 if reason is not None:

@@ -265,6 +265,11 @@ def signature_of(gm: torch.fx.GraphModule) -> SymbolicSignature | None:
         return None
 
 
+def has_symbolic_sizes(gm: torch.fx.GraphModule) -> bool:
+    """Whether a placeholder of ``gm`` has a symbolic size, stride or value."""
+    return _shape_env([node.meta.get("val") for node in gm.graph.nodes if node.op == "placeholder"]) is not None
+
+
 def _shape_env(values: list) -> Any:
     """The ShapeEnv behind the symbolic sizes of ``values``, None if every size is static."""
     for value in values:
