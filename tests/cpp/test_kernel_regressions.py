@@ -55,6 +55,11 @@ Fixed:
 15. Triton: a load at a constant offset (no index variable) rendered its offset as
    ``0 * xindex``, dropping the constant: ``x[1] * 2`` of ``[2.0, 0.25]`` gave 4.0. Found
    when ``cat`` became a pointwise kernel (a piece of length one).
+16. (review) ``slice_scatter`` over a whole dim of a contiguous base decomposed into a
+   clone of ``src``, keeping a transposed ``src``'s strides; ATen's result has ``base``'s.
+17. The variance of float32 values near 1e19 summed squares past float32's range (inf)
+   where eager's Welford kernels give the finite variance; each square is now scaled by
+   ``1 / n`` before the sum. (Eager's layer norm overflows there, as ours does.)
 
 Open (``xfail(strict=True)``; the generated tests leave these programs out, see
 ``OPEN_BUGS`` there):
@@ -218,6 +223,16 @@ def test_15_a_load_at_a_constant_offset(target):
     x = torch.tensor([2.0, 0.25, -1.5])
     compile_and_compare(target, lambda x: (x[1] * 2, (x[1:2] * 2).sum(), x[-1] + x[0],
                                            torch.cat([x[2:], x[:2]]).exp()), x)
+
+
+def test_16_slice_scatter_over_a_whole_dim(target):
+    base, src = torch.randn(4, 3), torch.randn(3, 4)
+    compile_and_compare(target, lambda b, s: (torch.slice_scatter(b, s.t(), 0, 0, 4) * 2,), base, src)
+
+
+def test_17_variance_of_values_near_1e19(target):
+    x = torch.tensor([9.2e18, -9.2e18, 2.0, -4.0, 7.0] * 5)
+    compile_and_compare(target, lambda x: (x.var(correction=0), x.var(), x.std()), x)
 
 
 @pytest.mark.parametrize("shape", [(0,), (2, 0), (0, 2), (3, 0, 2)])

@@ -99,10 +99,23 @@ def _var_mean(x, dim=None, *, correction=None, keepdim=False):
     correction = 1 if correction is None else correction
     # Two passes over the row (mean, then squared deviations), both fused into one kernel.
     mean, deviation = _centered(x, dims, count)
-    squares = aten.sum.dim_IntList(aten.mul.Tensor(deviation, deviation), dims, keepdim)
     if not keepdim and x.dim() > 0:
         mean = aten.squeeze.dims(mean, dims)
-    return aten.div.Tensor(squares, max(count - correction, 0)), mean
+    # (a symbolic count is at least 2: with a correction of at most 1 the divisor is positive)
+    positive = isinstance(count, int) and count > correction or not isinstance(count, int) and correction <= 1
+    return _mean_of_squares(deviation, dims, keepdim, max(count - correction, 0), positive), mean
+
+
+def _mean_of_squares(deviation, dims: list, keepdim: bool, divisor, positive: bool):
+    """``sum(d * d) / divisor``, each square divided before the sum when the divisor is
+    known to be positive (scaled by ``1 / divisor`` when it is an int): a sum of squares
+    of values near 1e19 overflows float32 where the variance does not (eager's Welford
+    kernels never form the sum)."""
+    squares = aten.mul.Tensor(deviation, deviation)
+    if not positive:
+        return aten.div.Tensor(aten.sum.dim_IntList(squares, dims, keepdim), divisor)
+    scaled = aten.mul.Tensor(squares, 1.0 / divisor) if isinstance(divisor, int) else aten.div.Tensor(squares, divisor)
+    return aten.sum.dim_IntList(scaled, dims, keepdim)
 
 
 def _std(x, dim=None, *, correction=None, keepdim=False):
@@ -114,6 +127,7 @@ def _native_layer_norm(x, normalized_shape, weight, bias, eps):
     count = _reduced_count(x, dims)
     compute = x.to(torch.float32) if x.dtype in (torch.float16, torch.bfloat16) else x
     mean, deviation = _centered(compute, dims, count)
+    # (the sum, then the division, as ATen's kernel: its variance overflows as this does)
     variance = aten.div.Tensor(aten.sum.dim_IntList(aten.mul.Tensor(deviation, deviation), dims, True), count)
     rstd = aten.rsqrt.default(aten.add.Tensor(variance, eps))
     out = aten.mul.Tensor(deviation, rstd)
@@ -171,7 +185,9 @@ def _slice_scatter(base, src, dim=0, start=None, end=None, step=1):
     pieces.append(src)
     if not known(end == size):
         pieces.append(aten.slice.Tensor(base, dim, end, size))
-    return aten.cat.default(pieces, dim) if len(pieces) > 1 else aten.clone.default(src)
+    if len(pieces) == 1:  # the whole dim: base's (contiguous) layout, not src's
+        return aten.clone.default(src, memory_format=torch.contiguous_format)
+    return aten.cat.default(pieces, dim)
 
 
 _OWN = {
