@@ -306,6 +306,7 @@ def fuse(graph: KernelGraph) -> Schedule:
     graph = inline_broadcast_inputs(eliminate_dead_nodes(graph))
     nodes = graph.node_map()
     step_of: dict[str, int] = {}  # buffer -> index of the step that produces it
+    readers: dict[str, set[int]] = defaultdict(set)  # buffer -> indices of the groups reading it
     steps: list = []
     for node in graph.nodes:
         if node.kind == "input":
@@ -316,41 +317,36 @@ def fuse(graph: KernelGraph) -> Schedule:
             for out in node.outputs:
                 step_of[out.name] = len(steps) - 1
             continue
-        producers = [step_of[load.buffer] for load in iter_loads(node.body)]
-        latest = max(producers, default=-1)
-        group = _join_some_group(steps, latest, node, nodes)
-        if group is None:
-            group = _new_group(node, len(steps))
-            steps.append(group)
-        step_of[node.name] = steps.index(group)
+        reads = {load.buffer for load in iter_loads(node.body)}
+        latest = max((step_of[buffer] for buffer in reads), default=-1)
+        position = _join_some_group(steps, latest, node, nodes, reads, readers)
+        if position is None:
+            position = len(steps)
+            steps.append(_new_group(node, position))
+        step_of[node.name] = position
+        for buffer in reads:
+            readers[buffer].add(position)
     realized = _decide_stores(graph, steps, nodes)
     return Schedule(graph, steps, realized)
 
 
-def _join_some_group(steps: list, latest: int, node, nodes: dict) -> KernelGroup | None:
-    """The group ``node`` joins: its latest producer's (the last one when it reads only
-    graph inputs), else a later group (every input of ``node`` is in memory by then) that
-    reads one of the buffers ``node`` reads:
-    siblings of one producer (the two halves of SiLU's backward after a matmul, side
-    branches of a chain) share a kernel and its loads."""
+def _join_some_group(steps: list, latest: int, node, nodes: dict, reads: set, readers: dict) -> int | None:
+    """The position of the group ``node`` joins: its latest producer's (the last one when
+    it reads only graph inputs), else a later group (every input of ``node`` is in memory
+    by then) that reads one of the buffers ``node`` reads (``readers``: buffer -> the
+    groups reading it): siblings of one producer (the two halves of SiLU's backward after
+    a matmul, side branches of a chain) share a kernel and its loads."""
     # A node reading only graph inputs may join any group; the latest one lets side
     # branches of a chain (x.exp() + x.tanh()) share it.
     first = latest if latest >= 0 else len(steps) - 1
     if first >= 0 and isinstance(steps[first], KernelGroup) and _try_join(steps[first], node, nodes):
-        return steps[first]
-    reads = {load.buffer for load in iter_loads(node.body)}
-    for position in range(len(steps) - 1, latest, -1):
+        return first
+    later = set().union(*(readers[buffer] for buffer in reads)) if reads else range(latest + 1, len(steps))
+    for position in sorted((p for p in later if p > latest and p != first), reverse=True):
         group = steps[position]
-        if isinstance(group, KernelGroup) and (not reads or reads & _group_reads(group, nodes)) \
-                and _try_join(group, node, nodes):
-            return group
+        if isinstance(group, KernelGroup) and _try_join(group, node, nodes):
+            return position
     return None
-
-
-def _group_reads(group: KernelGroup, nodes: dict) -> set:
-    members = set(group.members)
-    return {load.buffer for name in group.members for load in iter_loads(nodes[name].body)
-            if load.buffer not in members}
 
 
 def _new_group(node, position: int) -> KernelGroup:

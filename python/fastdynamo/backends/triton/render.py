@@ -168,8 +168,7 @@ class _KernelRenderer:
         # A 0-d value is loaded as a block of the same element (as stores do): Triton's
         # interpreter tags a comparison of two single values with their float type, and
         # `|` on it then fails (maximum(s, x) with a 0-d s).
-        # (A constant offset keeps its value: one element of a piece of a cat.)
-        where = indexing.render(offset) if indexing.free_vars(offset) else f"{indexing.render(offset)} + 0 * xindex"
+        where = _block_offset(offset)
         text = f"tl.load({load.buffer} + ({where}){mask_text})"
         raw = self.emit(scope, text, text, dtype)
         if compute_dtype(dtype) != dtype:
@@ -242,8 +241,7 @@ class _KernelRenderer:
             value = self.value(scope, node.body, self.group.var_map(node))
         shape, stride, dtype = self.meta[name]
         offset = indexing.linear_offset(self.group.canonical_index(node), stride)
-        variables = indexing.free_vars(offset)
-        offset_text = indexing.render(offset) if variables else f"{indexing.render(offset)} + 0 * xindex"
+        offset_text = _block_offset(offset)
         if value.constant is not None:
             block = "[XBLOCK]" if self.group.kind == "pointwise" else "[XBLOCK, 1]"
             text = f"tl.full({block}, {render_literal(value.constant, dtype)}, {triton_dtype(dtype)})"
@@ -364,3 +362,10 @@ class TritonRenderer:
 
     def allocation(self, name: str, shape: str, stride: str, dtype: torch.dtype) -> str:
         return f"{name} = torch.empty_strided({shape}, {stride}, dtype={dtype}, device=device)"
+
+
+def _block_offset(offset) -> str:
+    """An element offset as a block: a constant one (a 0-d value, one element of a
+    piece of a cat) plus ``0 * xindex``, keeping its value."""
+    text = indexing.render(offset)
+    return text if indexing.free_vars(offset) else f"{text} + 0 * xindex"
