@@ -225,3 +225,84 @@ def test_a_parameter_the_loss_does_not_reach_keeps_a_none_gradient(used):
             torch.testing.assert_close(p.detach(), q.detach(), msg=name)
     (record,) = recorder.captures
     assert record.compiled_fn.backward_half.kernel_count > 0
+
+
+def test_after_its_first_call_a_graph_gates_on_its_autograd_node():
+    # The first call runs the _Gates node and learns the graph's autograd node; later
+    # calls gate with one post hook on that node (no extra node in the backward).
+    torch.manual_seed(0)
+    model = TwoHeads()
+    recorder = Recorder()
+    compiled = fastdynamo.compile(model, _recorder=recorder)
+    x = torch.randn(3, 4)
+    for step in range(3):
+        model.zero_grad(set_to_none=True)
+        a, _ = compiled(x)
+        a.sum().backward()
+        assert model.head_b.weight.grad is None and model.head_a.weight.grad is not None, step
+    (record,) = recorder.captures
+    state = record.compiled_fn.run.gate_state
+    assert state.node_gate is not None and sorted(state.node_gate.input_slots) == sorted(state.gated)
+    names = {type(function).__name__ for function, _ in a.grad_fn.next_functions if function is not None}
+    assert "BackwardCFunction" not in names and "_GatesBackward" not in names
+
+
+class TwoInputs(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.head_a = torch.nn.Linear(4, 2)
+        self.head_b = torch.nn.Linear(4, 2)
+
+    def forward(self, u, v):
+        return self.head_a(u), self.head_b(v).tanh()
+
+
+def test_gated_inputs_that_are_activations_get_eager_none_gradients():
+    # u and v are not leaves, and each reaches one output: what the gate returns for
+    # them flows further back into the body's parameters.
+    def run(forward, body, x, which):
+        h = body(x)
+        a, b = forward(h[:, :4].relu(), h[:, 4:].sigmoid())
+        (a.sum() if which == "a" else b.sum()).backward()
+
+    torch.manual_seed(0)
+    eager_body, eager = torch.nn.Linear(4, 8), TwoInputs()
+    body, model = torch.nn.Linear(4, 8), TwoInputs()
+    body.load_state_dict(eager_body.state_dict())
+    model.load_state_dict(eager.state_dict())
+    recorder = Recorder()
+    compiled = fastdynamo.compile(model, _recorder=recorder)
+    x = torch.randn(3, 4)
+    for which in ("a", "b", "a", "b"):  # the first call, then the node gate
+        for m in (eager_body, eager, body, model):
+            m.zero_grad(set_to_none=True)
+        run(eager, eager_body, x, which)
+        run(compiled, body, x, which)
+        for p, q in zip([*body.parameters(), *model.parameters()],
+                        [*eager_body.parameters(), *eager.parameters()], strict=True):
+            assert (p.grad is None) == (q.grad is None)
+            if q.grad is not None:
+                torch.testing.assert_close(p.grad, q.grad)
+    (record,) = recorder.captures
+    state = record.compiled_fn.run.gate_state
+    assert {0, 1} <= set(state.gated) and state.node_gate is not None
+
+
+def test_a_retained_graph_gates_each_backward_on_its_own_gradients():
+    torch.manual_seed(0)
+    eager, model = TwoHeads(), TwoHeads()
+    model.load_state_dict(eager.state_dict())
+    compiled = fastdynamo.compile(model)
+    x = torch.randn(3, 4)
+    for _ in range(3):
+        results = {}
+        for name, forward, module in (("eager", eager, eager), ("compiled", compiled, model)):
+            module.zero_grad(set_to_none=True)
+            a, b = forward(x)
+            a.sum().backward(retain_graph=True)
+            first = module.head_b.weight.grad
+            b.sum().backward()
+            results[name] = (first, module.head_b.weight.grad.clone(), module.head_a.weight.grad.clone())
+        assert results["eager"][0] is None and results["compiled"][0] is None
+        torch.testing.assert_close(results["compiled"][1], results["eager"][1])
+        torch.testing.assert_close(results["compiled"][2], results["eager"][2])
