@@ -189,6 +189,23 @@ def draw_logical(draw, pool, dynamic):
     return Draft(f"torch.{draw(st.sampled_from(LOGICAL))}({a.name}, {b})", (a.name, *names))
 
 
+def draw_bitwise(draw, pool, dynamic):
+    """``&``, ``|``, ``^`` and ``~`` of masks (bools: the logical ops, in kernels) or of
+    integers (bit operations: ATen ops)."""
+    a = pick(draw, pool)
+    if a.tensor.dtype.is_floating_point:
+        mask = f"({a.name} > 0)"
+    elif draw(st.booleans()):
+        mask = f"({a.name} != 0)"
+    else:
+        mask = a.name
+    if draw(st.integers(0, 3)) == 0:
+        return Draft(f"~{mask}", (a.name,))
+    b = pick(draw, [v for v in pool if broadcasts(v.tensor.shape, a.tensor.shape)])
+    other = f"({b.name} < 1)" if b.tensor.dtype != a.tensor.dtype or b.tensor.dtype.is_floating_point else b.name
+    return Draft(f"{mask} {draw(st.sampled_from('&|^'))} {other}", (a.name, b.name))
+
+
 def draw_where(draw, pool, dynamic):
     a = pick(draw, pool)
     conditions = [v for v in pool if v.tensor.dtype == torch.bool and broadcasts(v.tensor.shape, a.tensor.shape)]
@@ -398,7 +415,7 @@ _VIEWS = {
 # kind -> (drawer, weight)
 DRAWERS = {
     "unary": (draw_unary, 4), "arithmetic": (draw_arithmetic, 4), "maximum": (draw_maximum, 2),
-    "comparison": (draw_comparison, 1), "logical": (draw_logical, 1), "where": (draw_where, 1),
+    "comparison": (draw_comparison, 1), "logical": (draw_logical, 1), "bitwise": (draw_bitwise, 1), "where": (draw_where, 1),
     "clamp": (draw_clamp, 2), "cast": (draw_cast, 2), "pow": (draw_pow, 1),
     "integer_division": (draw_integer_division, 1), "reduction": (draw_reduction, 3),
     "arg_reduction": (draw_arg_reduction, 1), "normalisation": (draw_normalisation, 2), "view": (draw_view, 4),

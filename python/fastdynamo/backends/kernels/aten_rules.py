@@ -103,6 +103,15 @@ def lower_pointwise(op_name: PointwiseOp, lowering, node, meta, *args, **kwargs)
     return pointwise_node(lowering, meta, build)
 
 
+def lower_bitwise_of_bools(op_name: PointwiseOp, lowering, node, meta, *args) -> TensorValue:
+    """``bitwise_and``/``or``/``xor``/``not`` of bools are the logical ops (masks, as in
+    the embedding backward's); on integers they are bit operations, not lowered."""
+    if meta.dtype != torch.bool or not all(a.dtype == torch.bool if isinstance(a, TensorValue) else type(a) is bool
+                                           for a in args):
+        raise NoLowering(f"{op_name} of integers")
+    return lower_pointwise(op_name, lowering, node, meta, *args)
+
+
 def lower_add_sub(op_name: PointwiseOp, lowering, node, meta, left, right, alpha=1) -> TensorValue:
     def build(operand, _vars):
         scaled = operand(right, meta.dtype)
@@ -451,6 +460,10 @@ _POINTWISE_PACKETS = ("neg", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt
 
 LOWERINGS: dict = {getattr(aten, packet): partial(lower_pointwise, PointwiseOp(packet)) for packet in _POINTWISE_PACKETS}
 LOWERINGS.update({
+    aten.bitwise_and: partial(lower_bitwise_of_bools, PointwiseOp.LOGICAL_AND),
+    aten.bitwise_or: partial(lower_bitwise_of_bools, PointwiseOp.LOGICAL_OR),
+    aten.bitwise_xor: partial(lower_bitwise_of_bools, PointwiseOp.LOGICAL_XOR),
+    aten.bitwise_not: partial(lower_bitwise_of_bools, PointwiseOp.LOGICAL_NOT),
     aten.add: partial(lower_add_sub, PointwiseOp.ADD),
     aten.sub: partial(lower_add_sub, PointwiseOp.SUB),
     aten.div: lower_div,

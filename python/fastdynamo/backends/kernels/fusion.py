@@ -50,6 +50,7 @@ from .ir import (
     extern_buffer_args,
     iter_loads,
 )
+from .opset import TRANSCENDENTAL
 
 # Largest body (in operations) a consumer may grow to by inlining: reads of one value at
 # several indices duplicate its expression, so unbounded inlining can blow up.
@@ -58,6 +59,11 @@ INLINE_MAX_OPS = 64
 # its consumers when it is this cheap (the negated half of RoPE's rotation, a slice's
 # scale) instead of being a kernel of its own.
 INLINE_INTERMEDIATE_OPS = 4
+# A value holding a transcendental op is recomputed in its consumers only when that adds
+# at most this many evaluations over computing it once (a kernel launch costs about as
+# much): RoPE's cos and sin of a (positions, dim) table, read by every head of every layer
+# in both halves, took 40 us a Llama step recomputed (x4 per head, x3 per consumer).
+INLINE_TRANSCENDENTAL_EXTRA = 64
 
 
 @dataclass
@@ -264,6 +270,8 @@ def inline_broadcast_inputs(graph: KernelGraph) -> KernelGraph:
             continue
         if any(spaces[user] == node.shape for user in users):
             continue  # a consumer shares its iteration space: ordinary fusion joins them
+        if _has_transcendental(node.body) and not _few_repeats(node, {user: bodies[user] for user in users}, spaces):
+            continue
         inlined = {user: _inline_loads(bodies[user], node) for user in users}
         if any(_op_count(body) > INLINE_MAX_OPS for body in inlined.values()):
             continue
@@ -295,6 +303,33 @@ def _substitute_vars(expr, mapping: dict):
     if isinstance(expr, Op):
         return dataclasses.replace(expr, args=tuple(_substitute_vars(arg, mapping) for arg in expr.args))
     return expr
+
+
+def _has_transcendental(expr) -> bool:
+    return isinstance(expr, Op) and (expr.name in TRANSCENDENTAL or any(_has_transcendental(a) for a in expr.args))
+
+
+def _few_repeats(node: PointwiseNode, user_bodies: dict, spaces: dict) -> bool:
+    """Recomputing ``node`` in its users evaluates it at most
+    :data:`INLINE_TRANSCENDENTAL_EXTRA` times more than computing it once (static sizes
+    only: a symbolic one may be any size)."""
+    once = _static_numel(node.shape)
+    evaluations = 0
+    for user, body in user_bodies.items():
+        numel = _static_numel(spaces[user])
+        if once is None or numel is None:
+            return False
+        evaluations += numel * sum(1 for load in iter_loads(body) if load.buffer == node.name)
+    return evaluations - once <= INLINE_TRANSCENDENTAL_EXTRA
+
+
+def _static_numel(shape: tuple) -> int | None:
+    numel = 1
+    for size in shape:
+        if not isinstance(size, int):
+            return None
+        numel *= size
+    return numel
 
 
 def _op_count(expr) -> int:

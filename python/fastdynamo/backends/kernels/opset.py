@@ -78,6 +78,11 @@ COMPARISONS = frozenset({PointwiseOp.EQ, PointwiseOp.NE, PointwiseOp.LT, Pointwi
 LOGICAL = frozenset({PointwiseOp.LOGICAL_AND, PointwiseOp.LOGICAL_OR, PointwiseOp.LOGICAL_XOR,
                      PointwiseOp.LOGICAL_NOT})
 
+# Operations that cost a libm-style polynomial per element (tens of cycles, not one):
+# fusion recomputes a value holding one only where that repeats little work.
+TRANSCENDENTAL = frozenset({PointwiseOp.EXP, PointwiseOp.EXP2, PointwiseOp.LOG, PointwiseOp.LOG2, PointwiseOp.SIN,
+                            PointwiseOp.COS, PointwiseOp.ERF, PointwiseOp.SIGMOID, PointwiseOp.TANH})
+
 
 class ReductionType(enum.Enum):
     """How a :class:`ir.ReductionNode` folds its row. ``max``/``min`` propagate NaN;
