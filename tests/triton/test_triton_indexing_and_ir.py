@@ -87,3 +87,27 @@ def test_schedule_verifier_rejects_reads_before_writes():
     schedule.steps.reverse()
     with pytest.raises(IRVerificationError):
         schedule.verify()
+
+
+def _pointwise_names(graph):
+    return [node.name for node in graph.nodes if node.kind == "pointwise"]
+
+
+def test_a_transcendental_table_read_by_many_rows_is_computed_once():
+    # RoPE's cos of a (positions, dim) table read by every head: recomputing it per
+    # element of the consumer would repeat the cos 4 times (not inlined)...
+    graph, _ = _passes(lambda t, x: x * torch.cos(t), torch.randn(8, 16), torch.randn(4, 8, 16))
+    assert len(_pointwise_names(inline_broadcast_inputs(graph))) == 2
+    # ...where a cheap value of the same table is inlined into its consumer
+    graph, _ = _passes(lambda t, x: x * (t + 1), torch.randn(8, 16), torch.randn(4, 8, 16))
+    assert len(_pointwise_names(inline_broadcast_inputs(graph))) == 1
+    # and a transcendental repeated by a few evaluations is inlined too
+    graph, _ = _passes(lambda y, x: x * torch.tanh(y), torch.randn(4), torch.randn(3, 4))
+    assert len(_pointwise_names(inline_broadcast_inputs(graph))) == 1
+
+
+def test_bitwise_ops_of_bools_are_kernels_and_of_integers_aten_ops():
+    graph, _ = _passes(lambda a, b: ~((a > 0) & (b < 1)) | (a > b), torch.randn(3, 4), torch.randn(3, 4))
+    assert not [node for node in graph.nodes if node.kind == "extern"]
+    graph, _ = _passes(lambda a, b: a & b, torch.arange(12).reshape(3, 4), torch.arange(12).reshape(3, 4))
+    assert [node for node in graph.nodes if node.kind == "extern"]
