@@ -314,10 +314,12 @@ def _few_repeats(node: PointwiseNode, user_bodies: dict, spaces: dict) -> bool:
     :data:`INLINE_TRANSCENDENTAL_EXTRA` times more than computing it once (static sizes
     only: a symbolic one may be any size)."""
     once = _static_numel(node.shape)
+    if once is None:
+        return False
     evaluations = 0
     for user, body in user_bodies.items():
         numel = _static_numel(spaces[user])
-        if once is None or numel is None:
+        if numel is None:
             return False
         evaluations += numel * sum(1 for load in iter_loads(body) if load.buffer == node.name)
     return evaluations - once <= INLINE_TRANSCENDENTAL_EXTRA
