@@ -60,10 +60,12 @@ INLINE_MAX_OPS = 64
 # scale) instead of being a kernel of its own.
 INLINE_INTERMEDIATE_OPS = 4
 # A value holding a transcendental op is recomputed in its consumers only when that adds
-# at most this many evaluations over computing it once (a kernel launch costs about as
-# much): RoPE's cos and sin of a (positions, dim) table, read by every head of every layer
-# in both halves, took 40 us a Llama step recomputed (x4 per head, x3 per consumer).
-INLINE_TRANSCENDENTAL_EXTRA = 64
+# at most this many evaluations over computing it once (a few us, about a kernel launch
+# and the store and load a kernel of its own would add; a gate or bias vector broadcast
+# over a few rows stays in its consumer): RoPE's cos and sin of a (positions, dim) table,
+# read by every head of every layer in both halves, took 40 us a Llama step recomputed
+# (x4 per head, x3 per consumer: thousands of extra evaluations).
+INLINE_TRANSCENDENTAL_EXTRA = 256
 
 
 @dataclass
